@@ -1,0 +1,49 @@
+# Laboratório – Treinamento de Modelos Paralelos
+#   make lab    prepara o ambiente (.venv) e abre o JupyterLab em notebooks/
+#   make test   prepara o ambiente e roda todos os testes (incluindo os notebooks, escala smoke)
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+OUTDIR ?= build/notebooks
+SCALE  ?= full
+
+.PHONY: setup lab test lint notebooks data data-status clean help
+
+help:
+	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make lint | make clean"
+
+# O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "Preciso de Python 3.11 ($(PYTHON)). Ex.: make lab PYTHON=python3"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+lint: setup
+	$(VENV)/bin/ruff check labutils tests notebooks
+
+test: setup lint
+	LABUTILS_SCALE=smoke $(PY) -m pytest
+
+# Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
+# (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke
+notebooks: setup
+	mkdir -p $(OUTDIR)
+	LABUTILS_SCALE=$(SCALE) $(VENV)/bin/jupyter nbconvert --to notebook --execute \
+		--ExecutePreprocessor.timeout=3600 --output-dir $(OUTDIR) notebooks/[0-9]*.ipynb
+
+data: setup
+	$(PY) -m labutils.data download
+
+data-status: setup
+	$(PY) -m labutils.data status
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,288 @@
+"""Conjuntos de dados do laboratório, sempre pelos carregadores reais.
+
+- California Housing: ``sklearn.datasets.fetch_california_housing`` com ``data_home`` em ``data/``.
+- CIFAR-100: ``tensorflow_datasets.load("cifar100", data_dir=data/)``.
+
+Na escala ``full`` os dados reais são usados (e baixados, se houver internet). Na escala ``smoke``
+(CI, sem internet) o mesmo caminho de código recebe dados locais, e isso é dito claramente:
+um arquivo sintético com o mesmo esquema do California Housing, gerado pelo projeto, e o
+``tfds.testing.mock_data`` para o CIFAR-100 (imagens aleatórias). Nunca são apresentados como reais.
+
+Linha de comando (preparar uma sala de aula antes de ficar sem internet)::
+
+    python -m labutils.data download     # baixa tudo para data/
+    python -m labutils.data status       # mostra o que já está em data/
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from labutils.scale import sizes
+
+DATA_DIR_ENV = "LABUTILS_DATA_DIR"
+CIFAR_HOST = "www.cs.toronto.edu"  # de onde o tfds baixa o CIFAR-100
+HOUSING_FILE = "cal_housing_py3.pkz"  # nome que o scikit-learn dá ao arquivo em cache
+
+
+class DatasetUnavailableError(RuntimeError):
+    """O conjunto de dados não está em ``data/`` e não pôde ser baixado."""
+
+
+def data_dir() -> Path:
+    """Pasta dos dados: ``LABUTILS_DATA_DIR`` ou ``data/`` na raiz do repositório."""
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env).expanduser() if env else Path(__file__).resolve().parents[1] / "data"
+
+
+def host_reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
+    """``True`` se uma conexão TCP a ``host:port`` abre em até ``timeout`` segundos."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _missing_message(name: str, where: Path, host: str) -> str:
+    """Mensagem em português: o que falta, onde, e como obter."""
+    return (
+        f"O conjunto {name} não está em {where} e não foi possível baixá-lo "
+        f"(sem acesso a {host}).\n"
+        "Como resolver:\n"
+        "  1. numa máquina com internet, rode `make data` (ou `python -m labutils.data download`);\n"
+        f"  2. ou copie a pasta data/ já preparada para {data_dir()} (ou aponte {DATA_DIR_ENV} para ela);\n"
+        "  3. ou rode na escala de teste, que usa dados locais: LABUTILS_SCALE=smoke."
+    )
+
+
+# ---------------------------------------------------------------- California Housing
+
+
+def housing_home() -> Path:
+    return data_dir() / "california_housing"
+
+
+def housing_fixture_home() -> Path:
+    return data_dir() / "fixtures" / "california_housing"
+
+
+def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> Path:
+    """Gera um arquivo SINTÉTICO no formato do cache do scikit-learn (``cal_housing_py3.pkz``).
+
+    Mesmo esquema e faixas plausíveis do conjunto real (renda, idade, cômodos, população,
+    lotação, latitude, longitude; alvo em US$ 100 mil), com um alvo que depende das variáveis
+    para que o modelo tenha o que aprender. Não é o conjunto real.
+    """
+    import joblib
+    import numpy as np
+
+    if n_samples < 10:
+        raise ValueError(f"n_samples deve ser pelo menos 10, recebi {n_samples!r}.")
+    rng = np.random.default_rng(seed)
+    households = np.maximum(rng.lognormal(6.0, 0.6, n_samples).round(), 2.0)
+    ave_rooms = np.clip(rng.normal(5.4, 1.2, n_samples), 1.5, 12.0)
+    total_rooms = (ave_rooms * households).round()
+    total_bedrooms = (total_rooms * np.clip(rng.normal(0.21, 0.03, n_samples), 0.1, 0.4)).round()
+    population = (households * np.clip(rng.normal(3.0, 0.8, n_samples), 1.0, 8.0)).round()
+    income = np.clip(rng.lognormal(1.3, 0.45, n_samples), 0.5, 15.0)
+    age = rng.integers(1, 53, n_samples).astype(float)
+    lat = rng.uniform(32.5, 42.0, n_samples)
+    lon = rng.uniform(-124.3, -114.3, n_samples)
+    coast = np.exp(-np.abs(lon + 122.0) / 2.0)  # mais caro perto da costa
+    value = 0.45 * income + 0.012 * age + 1.2 * coast + 0.08 * ave_rooms
+    value = value + rng.normal(0.0, 0.25, n_samples) + 0.4 * np.sin(income * 1.7)
+    value = np.clip(value, 0.15, 5.00001) * 100_000
+    # Ordem das colunas do cache do scikit-learn: alvo, renda, idade, cômodos, quartos,
+    # população, domicílios, latitude, longitude.
+    table = np.column_stack(
+        [value, income, age, total_rooms, total_bedrooms, population, households, lat, lon]
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / HOUSING_FILE
+    joblib.dump(table, path, compress=6)
+    return path
+
+
+def load_california_housing(scale: str | None = None, *, download: bool = True) -> Any:
+    """California Housing pelo ``fetch_california_housing`` do scikit-learn.
+
+    Devolve o ``Bunch`` do scikit-learn (``data``, ``target``, ``feature_names``, ``DESCR``)
+    com dois campos a mais: ``is_fixture`` (``True`` na escala ``smoke``: dados sintéticos)
+    e ``source`` (de onde vieram os dados).
+    """
+    from sklearn.datasets import fetch_california_housing
+
+    size = sizes(scale)
+    if size.is_smoke:
+        home = housing_fixture_home()
+        if not (home / HOUSING_FILE).exists():
+            make_housing_fixture(home, n_samples=size.housing_examples or 2_000)
+        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+        bunch.is_fixture = True
+        bunch.source = f"dados SINTÉTICOS com o esquema do California Housing ({home})"
+        return bunch
+
+    home = housing_home()
+    try:
+        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+    except OSError:
+        from sklearn.datasets._california_housing import ARCHIVE
+
+        host = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
+        if not download or not host_reachable(host):
+            raise DatasetUnavailableError(
+                _missing_message("California Housing", home, host)
+            ) from None
+        try:
+            bunch = fetch_california_housing(data_home=str(home), download_if_missing=True)
+        except OSError as err:
+            raise DatasetUnavailableError(
+                _missing_message("California Housing", home, host) + f"\n(erro: {err})"
+            ) from err
+    if size.housing_examples is not None:
+        bunch.data = bunch.data[: size.housing_examples]
+        bunch.target = bunch.target[: size.housing_examples]
+    bunch.is_fixture = False
+    bunch.source = f"California Housing real ({home})"
+    return bunch
+
+
+# ---------------------------------------------------------------- CIFAR-100
+
+
+@dataclass
+class Cifar100:
+    """CIFAR-100 como ``tf.data.Dataset`` de pares ``(imagem uint8 32×32×3, rótulo 0–99)``."""
+
+    train: Any
+    test: Any
+    info: Any
+    num_train: int
+    num_test: int
+    is_mock: bool
+    source: str
+    num_classes: int = 100
+
+
+def _quiet_absl() -> None:
+    try:
+        from absl import logging as absl_logging
+
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:  # pragma: no cover - absl vem com o TensorFlow
+        pass
+
+
+def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar100:
+    """CIFAR-100 pelo ``tfds.load("cifar100", split=["train", "test"], as_supervised=True)``.
+
+    Na escala ``smoke`` o carregamento real roda dentro de ``tfds.testing.mock_data``: imagens
+    ALEATÓRIAS (treino e teste iguais), só para exercitar o código. Dentro de um worker do Ray,
+    chame esta função no próprio worker: o mock vale só no processo que o ativa.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow_datasets as tfds
+
+    _quiet_absl()
+    size = sizes(scale)
+    load = {"name": "cifar100", "split": ["train", "test"], "as_supervised": True}
+    if size.is_smoke:
+        n_train, n_test = size.cifar_train_examples or 512, size.cifar_test_examples or 256
+        # pasta temporária: o mock cria pastas vazias que não devem ir para data/
+        mock_dir = Path(tempfile.gettempdir()) / "labutils-tfds-mock"
+        with tfds.testing.mock_data(num_examples=max(n_train, n_test)):
+            (train, test), info = tfds.load(**load, with_info=True, data_dir=str(mock_dir))
+        return Cifar100(
+            train.take(n_train),
+            test.take(n_test),
+            info,
+            n_train,
+            n_test,
+            is_mock=True,
+            source="tfds.testing.mock_data: imagens ALEATÓRIAS (escala smoke), não o CIFAR-100 real",
+        )
+
+    where = data_dir()
+    try:
+        (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
+    except AssertionError:
+        if not download or not host_reachable(CIFAR_HOST):
+            raise DatasetUnavailableError(
+                _missing_message("CIFAR-100", where, CIFAR_HOST)
+            ) from None
+        try:
+            (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where))
+        except Exception as err:  # erros de rede do tfds variam de tipo
+            raise DatasetUnavailableError(
+                _missing_message("CIFAR-100", where, CIFAR_HOST) + f"\n(erro: {err})"
+            ) from err
+    n_train = info.splits["train"].num_examples
+    n_test = info.splits["test"].num_examples
+    if size.cifar_train_examples is not None:
+        n_train = min(n_train, size.cifar_train_examples)
+        train = train.take(n_train)
+    if size.cifar_test_examples is not None:
+        n_test = min(n_test, size.cifar_test_examples)
+        test = test.take(n_test)
+    return Cifar100(
+        train, test, info, n_train, n_test, is_mock=False, source=f"CIFAR-100 ({where})"
+    )
+
+
+# ---------------------------------------------------------------- linha de comando
+
+
+def _status() -> int:
+    where = data_dir()
+    housing = (housing_home() / HOUSING_FILE).exists()
+    cifar = any((where / "cifar100").glob("*/dataset_info.json"))
+    print(f"pasta de dados: {where}")
+    print(f"  California Housing: {'presente' if housing else 'ausente'}")
+    print(f"  CIFAR-100:          {'presente' if cifar else 'ausente'}")
+    return 0 if housing and cifar else 1
+
+
+def _download(only: str | None) -> int:
+    ok = True
+    if only in (None, "housing"):
+        try:
+            bunch = load_california_housing("full")
+            print(f"California Housing: {bunch.data.shape[0]} linhas em {housing_home()}")
+        except DatasetUnavailableError as err:
+            print(err, file=sys.stderr)
+            ok = False
+    if only in (None, "cifar100"):
+        try:
+            cifar = load_cifar100("full")
+            print(f"CIFAR-100: {cifar.num_train} treino + {cifar.num_test} teste em {data_dir()}")
+        except DatasetUnavailableError as err:
+            print(err, file=sys.stderr)
+            ok = False
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m labutils.data", description="Prepara os dados do laboratório em data/."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    down = sub.add_parser("download", help="baixa os conjuntos de dados reais para data/")
+    down.add_argument("--only", choices=["housing", "cifar100"], help="baixa só um deles")
+    sub.add_parser("status", help="mostra quais conjuntos já estão em data/")
+    args = parser.parse_args(argv)
+    if args.command == "download":
+        return _download(args.only)
+    return _status()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Iniciar ou conectar ao Ray com padrões sensatos para um notebook.
+
+- ``init_ray()`` sem argumentos inicia um Ray local (laptop ou CI);
+- ``init_ray("IP:PORTA")`` ou a variável ``RAY_ADDRESS`` conecta a um cluster já em execução;
+- rodar a célula de novo não dá erro "already initialized": a sessão existente é reaproveitada;
+- os logs dos workers não poluem o notebook (``quiet=True``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+# A autenticação por token do Ray (padrão desde a 2.5x) exige o mesmo modo em todos os
+# processos: cabeça, workers e o driver (este notebook). Definido antes de importar o Ray.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+#: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
+WORKER_ENV_VARS = ("LABUTILS_SCALE", "LABUTILS_DATA_DIR", "TF_CPP_MIN_LOG_LEVEL")
+
+_LOCAL_OBJECT_STORE_MB = 1024
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Variáveis de ambiente que os workers precisam para ver a mesma escala e os mesmos dados."""
+    env = {name: os.environ[name] for name in WORKER_ENV_VARS if name in os.environ}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.update(extra or {})
+    return env
+
+
+def init_ray(
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    runtime_env: dict[str, Any] | None = None,
+    dashboard: bool = True,
+    quiet: bool = True,
+    object_store_mb: int | None = _LOCAL_OBJECT_STORE_MB,
+) -> Any:
+    """Inicia (ou reaproveita) a sessão Ray deste processo e devolve seu contexto.
+
+    ``address``: endereço ``IP:PORTA`` de um cluster; sem ele, usa ``RAY_ADDRESS`` e, na falta
+    dela, inicia um Ray local. ``num_cpus`` e ``object_store_mb`` só valem para o Ray local.
+    ``runtime_env`` é mesclado com as variáveis de :func:`worker_env`.
+    """
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    import ray
+
+    if ray.is_initialized():
+        print(
+            "Ray já estava iniciado neste kernel: reaproveitando a sessão (ray.shutdown() recomeça)."
+        )
+        return ray.get_runtime_context()
+
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    env = dict(runtime_env or {})
+    env["env_vars"] = worker_env(env.get("env_vars"))
+    kwargs: dict[str, Any] = {
+        "runtime_env": env,
+        "log_to_driver": not quiet,
+        "logging_level": logging.WARNING if quiet else logging.INFO,
+    }
+    if address:
+        if num_cpus is not None:
+            raise ValueError(
+                "num_cpus só vale para o Ray local: num cluster, cada nó declara seus CPUs "
+                "em `ray start --num-cpus=N`."
+            )
+        kwargs["address"] = address
+    else:
+        kwargs["num_cpus"] = num_cpus
+        kwargs["include_dashboard"] = dashboard
+        kwargs["dashboard_host"] = "127.0.0.1"
+        if object_store_mb is not None:
+            kwargs["object_store_memory"] = int(object_store_mb) * 1024**2
+    try:
+        return ray.init(**kwargs)
+    except ConnectionError as err:
+        raise ConnectionError(
+            f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. "
+            "Confira se a cabeça está no ar (`ray status`), o endereço IP:PORTA e, com "
+            "autenticação por token, se RAY_AUTH_MODE=token e o token (~/.ray/auth_token) "
+            "são os mesmos da cabeça."
+        ) from err
+
+
+def nodes_table() -> Any:
+    """Tabela (pandas) dos nós vivos do cluster: id, IP, se é a cabeça, CPUs e memória."""
+    import pandas as pd
+    import ray
+
+    rows = []
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        res = node.get("Resources", {})
+        rows.append(
+            {
+                "node_id": node["NodeID"][:12],
+                "ip": node.get("NodeManagerAddress"),
+                "cabeça": "node:__internal_head__" in res,
+                "CPUs": res.get("CPU", 0.0),
+                "GPUs": res.get("GPU", 0.0),
+                "memória (GiB)": round(res.get("memory", 0.0) / 1024**3, 1),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def require_cpus(needed: float, what: str = "esta etapa") -> float:
+    """Falha na hora, com mensagem clara, se o cluster não tem ``needed`` CPUs no total.
+
+    Devolve o total de CPUs do cluster. Evita a espera eterna de um pedido que nunca será
+    atendido ("requested resources ... 1/0 CPU").
+    """
+    import ray
+
+    if needed <= 0:
+        raise ValueError(f"O número de CPUs pedido deve ser positivo, recebi {needed!r}.")
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    if needed > total:
+        raise RuntimeError(
+            f"{what} pede {needed:g} CPU(s), mas o cluster só tem {total:g}. "
+            "Diminua o número de workers/CPUs por worker ou junte mais nós ao cluster "
+            "(`ray start --address=...`)."
+        )
+    return total
