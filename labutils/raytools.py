@@ -12,10 +12,6 @@ import logging
 import os
 from typing import Any
 
-# A autenticação por token do Ray (padrão desde a 2.5x) exige o mesmo modo em todos os
-# processos: cabeça, workers e o driver (este notebook). Definido antes de importar o Ray.
-os.environ.setdefault("RAY_AUTH_MODE", "token")
-
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
 WORKER_ENV_VARS = ("LABUTILS_SCALE", "LABUTILS_DATA_DIR", "TF_CPP_MIN_LOG_LEVEL")
 
@@ -28,6 +24,23 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.update(extra or {})
     return env
+
+
+def _ensure_token_auth() -> None:
+    """Liga a autenticação por token do Ray neste processo e nos que ele criar.
+
+    O modo precisa ser o mesmo na cabeça, nos workers e no driver (este notebook). O Ray lê
+    ``RAY_AUTH_MODE`` ao ser importado; se só definíssemos a variável agora, o driver ficaria
+    em ``disabled`` e os processos filhos em ``token``. Por isso usamos a função do próprio Ray,
+    que define a variável e recarrega a configuração. Um ``RAY_AUTH_MODE`` já definido é respeitado.
+    """
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    try:
+        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+    except ImportError:  # versões do Ray sem autenticação por token
+        return
+    _enable_token_auth()
 
 
 def init_ray(
@@ -45,16 +58,21 @@ def init_ray(
     dela, inicia um Ray local. ``num_cpus`` e ``object_store_mb`` só valem para o Ray local.
     ``runtime_env`` é mesclado com as variáveis de :func:`worker_env`.
     """
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and num_cpus is not None:
+        raise ValueError(
+            "num_cpus só vale para o Ray local: num cluster, cada nó declara seus CPUs "
+            "em `ray start --num-cpus=N`."
+        )
+    _ensure_token_auth()
     if ray.is_initialized():
         print(
             "Ray já estava iniciado neste kernel: reaproveitando a sessão (ray.shutdown() recomeça)."
         )
         return ray.get_runtime_context()
 
-    address = address or os.environ.get("RAY_ADDRESS") or None
     env = dict(runtime_env or {})
     env["env_vars"] = worker_env(env.get("env_vars"))
     kwargs: dict[str, Any] = {
@@ -63,13 +81,11 @@ def init_ray(
         "logging_level": logging.WARNING if quiet else logging.INFO,
     }
     if address:
-        if num_cpus is not None:
-            raise ValueError(
-                "num_cpus só vale para o Ray local: num cluster, cada nó declara seus CPUs "
-                "em `ray start --num-cpus=N`."
-            )
         kwargs["address"] = address
     else:
+        # "local" força um Ray novo neste processo: sem isso, ray.init() se conectaria
+        # sozinho ao último cluster iniciado com `ray start` nesta máquina.
+        kwargs["address"] = "local"
         kwargs["num_cpus"] = num_cpus
         kwargs["include_dashboard"] = dashboard
         kwargs["dashboard_host"] = "127.0.0.1"

@@ -1,0 +1,98 @@
+"""Carregadores de dados: caminho real, dados locais na escala smoke, mensagens claras."""
+
+import time
+
+import numpy as np
+import pytest
+
+from labutils import data
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setattr(data, "host_reachable", lambda *a, **k: False)
+
+
+REAL_FEATURES = [
+    "MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude",
+]  # fmt: skip
+
+
+def test_smoke_housing_goes_through_sklearn_loader_with_a_fixture(data_dir):
+    bunch = data.load_california_housing("smoke")
+    assert bunch.is_fixture and "SINTÉTICOS" in bunch.source
+    assert bunch.data.shape == (2_000, 8) and bunch.target.shape == (2_000,)
+    assert bunch.feature_names == REAL_FEATURES
+    assert (data_dir / "fixtures" / "california_housing" / data.HOUSING_FILE).exists()
+    # faixas plausíveis, como no conjunto real (alvo em US$ 100 mil, latitude da Califórnia)
+    assert 0.14 < bunch.target.min() and bunch.target.max() <= 5.00001
+    assert 32 <= bunch.data[:, 6].min() and bunch.data[:, 6].max() <= 42.1
+    assert np.isfinite(bunch.data).all()
+
+
+def test_fixture_has_learnable_signal(data_dir):
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import train_test_split
+
+    bunch = data.load_california_housing("smoke")
+    X_tr, X_te, y_tr, y_te = train_test_split(bunch.data, bunch.target, random_state=0)
+    model = RandomForestRegressor(n_estimators=20, random_state=0).fit(X_tr, y_tr)
+    assert model.score(X_te, y_te) > 0.5
+
+
+def test_full_housing_uses_the_cached_file_when_present(data_dir):
+    data.make_housing_fixture(data.housing_home(), n_samples=300)
+    bunch = data.load_california_housing("full")
+    assert not bunch.is_fixture and bunch.data.shape == (300, 8)
+
+
+def test_full_housing_missing_offline_is_a_clear_message(data_dir, offline):
+    start = time.perf_counter()
+    with pytest.raises(data.DatasetUnavailableError) as err:
+        data.load_california_housing("full")
+    assert time.perf_counter() - start < 5
+    message = str(err.value)
+    assert "California Housing não está em" in message and "make data" in message
+    assert "LABUTILS_SCALE=smoke" in message
+
+
+def test_smoke_cifar_is_mock_data_through_tfds(data_dir):
+    cifar = data.load_cifar100("smoke")
+    assert cifar.is_mock and "ALEATÓRIAS" in cifar.source
+    assert (cifar.num_train, cifar.num_test) == (512, 256)
+    images, labels = next(iter(cifar.train.batch(600)))
+    assert images.shape == (512, 32, 32, 3) and images.dtype.name == "uint8"
+    assert (
+        labels.dtype.name == "int64"
+        and 0 <= int(labels.numpy().min()) <= int(labels.numpy().max()) < 100
+    )
+    assert cifar.info.features["label"].num_classes == 100
+    assert not (data_dir / "cifar100").exists()  # o mock não suja a pasta de dados
+
+
+def test_full_cifar_missing_offline_is_a_clear_message(data_dir, offline):
+    start = time.perf_counter()
+    with pytest.raises(data.DatasetUnavailableError, match="CIFAR-100 não está em"):
+        data.load_cifar100("full")
+    assert time.perf_counter() - start < 30
+
+
+def test_host_reachable_gives_up_fast():
+    start = time.perf_counter()
+    assert data.host_reachable("192.0.2.123", timeout=0.5) is False  # TEST-NET: nunca responde
+    assert time.perf_counter() - start < 2
+
+
+def test_cli_status_reports_missing_data(data_dir, capsys):
+    assert data.main(["status"]) == 1
+    out = capsys.readouterr().out
+    assert "California Housing: ausente" in out and "CIFAR-100:          ausente" in out
+    data.make_housing_fixture(data.housing_home(), n_samples=50)
+    data.main(["status"])
+    assert "California Housing: presente" in capsys.readouterr().out

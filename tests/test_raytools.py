@@ -1,0 +1,50 @@
+"""init_ray: local novo, reexecutável, falha rápida com recursos impossíveis."""
+
+import pytest
+import ray
+
+from labutils import raytools
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ctx = raytools.init_ray(num_cpus=2, dashboard=False)
+    yield ctx
+    ray.shutdown()
+
+
+def test_init_ray_is_rerunnable_and_passes_scale_to_workers(local_ray, capsys):
+    raytools.init_ray()  # de novo: sem "already initialized"
+    assert "reaproveitando" in capsys.readouterr().out
+
+    @ray.remote
+    def scale_seen_by_worker():
+        import os
+
+        return os.environ.get("LABUTILS_SCALE")
+
+    assert ray.get(scale_seen_by_worker.remote()) == "smoke"
+
+
+def test_nodes_table_shows_the_local_head(local_ray):
+    table = raytools.nodes_table()
+    assert len(table) == 1 and bool(table["cabeça"].iloc[0]) and table["CPUs"].iloc[0] == 2
+
+
+def test_require_cpus_fails_fast_with_a_portuguese_message(local_ray):
+    assert raytools.require_cpus(2, "o treino") == 2
+    with pytest.raises(RuntimeError, match=r"o treino pede 3 CPU\(s\), mas o cluster só tem 2"):
+        raytools.require_cpus(3, "o treino")
+    with pytest.raises(ValueError, match="deve ser positivo"):
+        raytools.require_cpus(0)
+
+
+def test_num_cpus_with_an_address_is_rejected():
+    with pytest.raises(ValueError, match="num_cpus só vale para o Ray local"):
+        raytools.init_ray("127.0.0.1:1", num_cpus=2)
+
+
+def test_worker_env_carries_the_scale(monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
+    env = raytools.worker_env({"TF_USE_LEGACY_KERAS": "1"})
+    assert env["LABUTILS_SCALE"] == "smoke" and env["TF_USE_LEGACY_KERAS"] == "1"
