@@ -1,0 +1,80 @@
+"""A CNN do laboratório para o CIFAR-100, com um par saída/perda coerente.
+
+Escrito com ``tf.keras`` (não ``import keras``): o mesmo código dá um modelo Keras 3 normalmente
+e um modelo ``tf_keras`` quando ``TF_USE_LEGACY_KERAS=1`` (lição 05, ``MultiWorkerMirrored``).
+
+O par escolhido: a última camada tem ``softmax`` (o modelo devolve probabilidades) e a perda é
+``SparseCategoricalCrossentropy(from_logits=False)`` (espera probabilidades). O roteiro original
+usava ``from_logits=True`` depois da softmax, o que diz à perda que recebe valores crus (logits)
+quando recebe probabilidades.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+#: tamanho das imagens do CIFAR-100 (altura, largura, canais)
+INPUT_SHAPE = (32, 32, 3)
+
+
+def create_model(num_classes: int = 100, *, learning_rate: float = 1e-3) -> tf.keras.Model:
+    """Cria e compila a CNN: Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``.
+
+    Chame dentro de ``strategy.scope()`` para o treino distribuído: as variáveis do modelo e do
+    otimizador precisam nascer dentro do escopo para serem espelhadas nas réplicas.
+    """
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+        raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
+    layers = tf.keras.layers
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input(shape=INPUT_SHAPE),
+            layers.Conv2D(32, (3, 3), activation="relu"),
+            layers.MaxPooling2D((2, 2)),
+            layers.Conv2D(64, (3, 3), activation="relu"),
+            layers.MaxPooling2D((2, 2)),
+            layers.Conv2D(64, (3, 3), activation="relu"),
+            layers.Flatten(),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(num_classes, activation="softmax"),  # 100 classes no CIFAR-100
+        ]
+    )
+    model.compile(
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False),
+        optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def check_loss_activation(model: tf.keras.Model) -> str:
+    """Confere se a ativação da última camada combina com o ``from_logits`` da perda.
+
+    ``softmax`` pede ``from_logits=False``; saída linear (logits) pede ``from_logits=True``.
+    Devolve uma frase de confirmação; levanta ``ValueError`` (em português) se não combinam.
+    """
+    activation = getattr(model.layers[-1], "activation", None)
+    act_name = getattr(activation, "__name__", str(activation))
+    from_logits = getattr(model.loss, "from_logits", None)
+    if from_logits is None:
+        config = model.loss.get_config() if hasattr(model.loss, "get_config") else {}
+        from_logits = config.get("from_logits")
+    if from_logits is None:
+        raise ValueError(
+            "Não consegui ler o from_logits da perda: compile o modelo com um objeto de perda."
+        )
+    if act_name == "softmax" and from_logits:
+        raise ValueError(
+            "Incoerência: a última camada tem softmax (devolve probabilidades), mas a perda usa "
+            "from_logits=True (espera logits). Use from_logits=False ou tire a softmax."
+        )
+    if act_name == "linear" and not from_logits:
+        raise ValueError(
+            "Incoerência: a última camada é linear (devolve logits), mas a perda usa "
+            "from_logits=False (espera probabilidades). Use from_logits=True ou ponha a softmax."
+        )
+    return f"ok: última camada '{act_name}' com from_logits={from_logits}"

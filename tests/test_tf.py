@@ -1,0 +1,354 @@
+"""Testes da lição 04: dispositivos, pipeline tf.data, modelo, medições e gráficos (dados minúsculos).
+
+Os testes que precisam de um processo novo (dividir a CPU antes de o TensorFlow inicializar,
+``TF_USE_LEGACY_KERAS=1``) rodam em subprocessos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from labutils.tfdevices import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
+
+try:  # outros testes deste processo podem já ter inicializado o TensorFlow
+    setup_devices(2)
+except DevicesAlreadyInitializedError:
+    pass
+
+import tensorflow as tf  # noqa: E402
+
+from labutils.plots_tf import Run, plot_training, summary_table  # noqa: E402
+from labutils.tfdata import get_data, global_batch_size, scale  # noqa: E402
+from labutils.tfmodel import check_loss_activation, create_model  # noqa: E402
+from labutils.tftiming import EpochTimer, GpuSampler  # noqa: E402
+
+SOFTMAX_WARNING = ".*Softmax activation.*"
+
+
+def tiny_pairs(n: int, num_classes: int = 100, seed: int = 0) -> tf.data.Dataset:
+    """``n`` pares (imagem uint8 32×32×3, rótulo int64), como os do tfds."""
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
+    labels = rng.integers(0, num_classes, size=n).astype(np.int64)
+    return tf.data.Dataset.from_tensor_slices((images, labels))
+
+
+def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 180) -> dict:
+    """Roda ``code`` num Python novo e devolve o JSON da última linha da saída."""
+    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- dados
+
+
+def test_scale_maps_uint8_to_unit_interval_and_keeps_label():
+    image = tf.constant([[[0, 128, 255]]], dtype=tf.uint8)
+    out, label = scale(image, tf.constant(7, tf.int64))
+    assert out.dtype == tf.float32
+    np.testing.assert_allclose(out.numpy().ravel(), [0.0, 128 / 255, 1.0], rtol=1e-6)
+    assert int(label) == 7
+
+
+def test_global_batch_is_per_replica_times_replicas():
+    assert global_batch_size(64, 1) == 64
+    assert global_batch_size(64, 2) == 128
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="inteiro >= 1"):
+            global_batch_size(64, bad)
+        with pytest.raises(ValueError, match="inteiro >= 1"):
+            global_batch_size(bad, 2)
+
+
+def test_get_data_batches_with_global_batch_and_normalizes():
+    train, test = get_data(
+        tiny_pairs(10), tiny_pairs(6, seed=1), num_replicas=2, batch_per_replica=2
+    )
+    train_batches = [x.shape[0] for x, _ in train]
+    eval_batches = [x.shape[0] for x, _ in test]
+    assert train_batches == [4, 4, 2]  # lote global 2 × 2 = 4; o resto fica no último
+    assert eval_batches == [4, 2]
+    x, y = next(iter(train))
+    assert x.dtype == tf.float32 and y.dtype == tf.int64
+    assert 0.0 <= float(tf.reduce_min(x)) and float(tf.reduce_max(x)) <= 1.0
+
+
+def test_get_data_explicit_global_batch_and_default_from_sizes():
+    train, _ = get_data(tiny_pairs(10), tiny_pairs(2), global_batch=5)
+    assert [x.shape[0] for x, _ in train] == [5, 5]
+    from labutils import sizes
+
+    train, _ = get_data(tiny_pairs(200), tiny_pairs(2))
+    assert next(iter(train))[0].shape[0] == sizes().batch_per_replica
+    with pytest.raises(ValueError, match="shuffle_buffer"):
+        get_data(tiny_pairs(2), tiny_pairs(2), shuffle_buffer=0)
+    with pytest.raises(ValueError, match="global_batch"):
+        get_data(tiny_pairs(2), tiny_pairs(2), global_batch=0)
+    with pytest.raises(ValueError, match="múltiplo"):
+        get_data(tiny_pairs(2), tiny_pairs(2), global_batch=5, num_replicas=2)
+
+
+def test_get_data_shuffles_train_every_epoch_but_not_eval():
+    train, test = get_data(tiny_pairs(64), tiny_pairs(64), batch_per_replica=64, seed=3)
+    epoch1, epoch2 = (next(iter(train))[1].numpy() for _ in range(2))
+    assert sorted(epoch1) == sorted(epoch2) and not np.array_equal(epoch1, epoch2)
+    original = np.array([int(y) for _, y in tiny_pairs(64)])
+    np.testing.assert_array_equal(next(iter(test))[1].numpy(), original)
+
+
+# ---------------------------------------------------------------- dispositivos
+
+
+def test_setup_devices_rejects_bad_counts():
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="logical_cpus"):
+            setup_devices(bad)
+
+
+def test_setup_devices_uses_one_replica_per_gpu(monkeypatch):
+    """Com GPUs (simuladas aqui), nada é dividido: memória sob demanda e uma réplica por GPU."""
+    from types import SimpleNamespace
+
+    gpus = [SimpleNamespace(name=f"/physical_device:GPU:{i}") for i in range(2)]
+    growth = []
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: gpus if kind == "GPU" else []
+    )
+    monkeypatch.setattr(
+        tf.config,
+        "list_logical_devices",
+        lambda kind=None: [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(2)],
+    )
+    monkeypatch.setattr(
+        tf.config.experimental, "set_memory_growth", lambda gpu, on: growth.append((gpu.name, on))
+    )
+    monkeypatch.setattr(
+        tf.config,
+        "set_logical_device_configuration",
+        lambda *a: pytest.fail("não deveria dividir dispositivos quando há GPU"),
+    )
+    devices = setup_devices(2)
+    assert devices.kind == "gpu" and devices.num_replicas == 2
+    assert growth == [(g.name, True) for g in gpus]
+    assert "2 GPU(s)" in devices.describe()
+
+
+# ---------------------------------------------------------------- modelo
+
+
+def test_create_model_is_the_seed_cnn_with_consistent_loss():
+    model = create_model()
+    assert model.output_shape == (None, 100)
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds == [
+        "Conv2D",
+        "MaxPooling2D",
+        "Conv2D",
+        "MaxPooling2D",
+        "Conv2D",
+        "Flatten",
+        "Dense",
+        "Dense",
+    ]
+    convs = [layer for layer in model.layers if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert [layer.filters for layer in convs] == [32, 64, 64]
+    assert model.layers[-2].units == 64
+    assert check_loss_activation(model).startswith("ok")
+    assert create_model(num_classes=10).output_shape == (None, 10)
+    with pytest.raises(ValueError, match="num_classes"):
+        create_model(num_classes=1)
+
+
+def test_create_model_trains_without_softmax_warning_and_outputs_probabilities():
+    train, _ = get_data(tiny_pairs(32, num_classes=10), tiny_pairs(2), batch_per_replica=16)
+    model = create_model(num_classes=10)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=SOFTMAX_WARNING)
+        history = model.fit(train, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    probs = model.predict(next(iter(train))[0], verbose=0)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-4)
+
+
+def test_seed_pair_from_logits_after_softmax_is_caught():
+    """O par do roteiro (softmax + from_logits=True) é pego pelas duas verificações."""
+    model = create_model(num_classes=10)
+    model.compile(
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        optimizer="adam",
+        metrics=["accuracy"],
+    )
+    with pytest.raises(ValueError, match="Incoerência"):
+        check_loss_activation(model)
+    train, _ = get_data(tiny_pairs(16, num_classes=10), tiny_pairs(2), batch_per_replica=16)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=SOFTMAX_WARNING)
+        with pytest.raises(UserWarning, match="Softmax"):
+            model.fit(train, epochs=1, verbose=0)
+
+
+def test_check_loss_activation_flags_logits_with_from_logits_false():
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(3)])
+    model.compile(loss=tf.keras.losses.SparseCategoricalCrossentropy(), optimizer="adam")
+    with pytest.raises(ValueError, match="linear"):
+        check_loss_activation(model)
+    model.compile(
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), optimizer="adam"
+    )
+    assert check_loss_activation(model).startswith("ok")
+
+
+# ---------------------------------------------------------------- medições e gráficos
+
+
+def test_epoch_timer_measures_each_epoch():
+    train, _ = get_data(tiny_pairs(32, num_classes=10), tiny_pairs(2), batch_per_replica=16)
+    model = create_model(num_classes=10)
+    timer = EpochTimer(32)
+    model.fit(train, epochs=3, verbose=0, callbacks=[timer])
+    assert len(timer.epoch_seconds) == 3 and all(s > 0 for s in timer.epoch_seconds)
+    np.testing.assert_allclose(timer.images_per_second, [32 / s for s in timer.epoch_seconds])
+    later = timer.epoch_seconds[1:]
+    assert timer.steady_images_per_second == pytest.approx(64 / sum(later))
+    model.fit(train, epochs=1, verbose=0, callbacks=[timer])
+    assert len(timer.epoch_seconds) == 1  # um novo fit recomeça a contagem
+    with pytest.raises(ValueError):
+        EpochTimer(0)
+    with pytest.raises(RuntimeError, match="callbacks"):
+        EpochTimer(5).steady_images_per_second  # noqa: B018
+
+
+def test_gpu_sampler_without_nvidia_smi_is_empty_and_says_so(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with GpuSampler(interval=0.01) as gpu:
+        pass
+    assert gpu.samples == [] and gpu.mean_utilization() == {}
+    assert "nvidia-smi" in gpu.summary()
+
+
+def test_gpu_sampler_parses_nvidia_smi(monkeypatch):
+    gpu = GpuSampler()
+    gpu.available = True
+
+    class Done:
+        stdout = "0, 40, 1000\n1, 60, 2000\n"
+
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: Done())
+    gpu._sample_once()
+    gpu._sample_once()
+    assert gpu.mean_utilization() == {0: 40.0, 1: 60.0}
+    assert "GPU 1: 60%" in gpu.summary()
+
+
+class FakeTimer:
+    def __init__(self, seconds, n=100):
+        self.epoch_seconds = seconds
+        self.images_per_second = [n / s for s in seconds]
+        self.steady_images_per_second = n * len(seconds[1:]) / sum(seconds[1:])
+
+
+def test_plot_training_and_summary_table_show_both_approaches():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    runs = {
+        "centralizado": Run(
+            {"loss": [3.0, 2.0], "accuracy": [0.1, 0.2]}, FakeTimer([2.0, 1.0]), 0.3, 1, 64
+        ),
+        "espelhado": Run(
+            {"loss": [3.1, 2.2], "accuracy": [0.1, 0.15]}, FakeTimer([3.0, 2.0]), 0.25, 2, 128
+        ),
+    }
+    fig = plot_training(runs)
+    assert len(fig.axes) == 4
+    for ax in fig.axes:
+        assert [line.get_label() for line in ax.get_lines()] == ["centralizado", "espelhado"]
+    np.testing.assert_allclose(fig.axes[0].get_lines()[1].get_ydata(), [3.1, 2.2])
+    table = summary_table(runs)
+    assert table.loc["espelhado", "lote global"] == 128
+    assert table.loc["centralizado", "imagens/s (demais)"] == pytest.approx(100.0)
+    assert table.loc["espelhado", "s/época (demais)"] == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        plot_training({})
+
+
+# ---------------------------------------------------------------- processos novos
+
+
+def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_init():
+    result = run_python(
+        """
+        import json, os
+        from labutils.tfdevices import setup_devices, DevicesAlreadyInitializedError
+        devices = setup_devices(2)
+        import tensorflow as tf
+        from labutils.tfmodel import create_model
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = create_model(num_classes=10)
+        x = tf.random.uniform((16, 32, 32, 3)); y = tf.random.uniform((16,), 0, 10, tf.int64)
+        loss = model.fit(x, y, batch_size=8, epochs=1, verbose=0).history["loss"][0]
+        again = setup_devices(2).num_replicas  # rodar de novo no mesmo processo: sem erro
+        try:
+            setup_devices(3)
+            message = None
+        except DevicesAlreadyInitializedError as err:
+            message = str(err)
+        print(json.dumps({"kind": devices.kind, "replicas": strategy.num_replicas_in_sync,
+                          "devices": devices.num_replicas, "again": again, "loss": loss,
+                          "message": message}))
+        """,
+        env={"CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert result["kind"] == "cpu"
+    assert result["replicas"] == result["devices"] == result["again"] == 2
+    assert np.isfinite(result["loss"])
+    assert "reinicie o kernel" in result["message"]
+
+
+def test_create_model_and_pipeline_work_under_legacy_tf_keras():
+    """Lição 05 usa estas funções com TF_USE_LEGACY_KERAS=1 (tf-keras 2.21)."""
+    result = run_python(
+        """
+        import json, warnings
+        import numpy as np
+        import tensorflow as tf
+        from labutils.tfdata import get_data
+        from labutils.tfmodel import check_loss_activation, create_model
+        from labutils.tftiming import EpochTimer
+        warnings.filterwarnings("error", message=".*Softmax activation.*")
+        rng = np.random.default_rng(0)
+        pairs = tf.data.Dataset.from_tensor_slices(
+            (rng.integers(0, 256, (16, 32, 32, 3), dtype=np.uint8), rng.integers(0, 100, 16)))
+        train, test = get_data(pairs, pairs, global_batch=8)
+        model = create_model()
+        timer = EpochTimer(16)
+        hist = model.fit(train, epochs=2, verbose=0, callbacks=[timer])
+        print(json.dumps({"module": type(model).__module__, "loss": hist.history["loss"],
+                          "check": check_loss_activation(model),
+                          "epochs_timed": len(timer.epoch_seconds),
+                          "eval": model.evaluate(test, verbose=0)}))
+        """,
+        env={"TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert result["module"].startswith("tf_keras"), result["module"]
+    assert all(np.isfinite(result["loss"])) and result["check"].startswith("ok")
+    assert result["epochs_timed"] == 2 and len(result["eval"]) == 2
