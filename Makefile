@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint notebooks data data-status clean help
+.PHONY: setup lab test lint browser notebooks data data-status clean help
 
 help:
 	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make lint | make clean"
@@ -29,8 +29,16 @@ lab: setup
 lint: setup
 	$(VENV)/bin/ruff check labutils tests notebooks
 
-test: setup lint
-	LABUTILS_SCALE=smoke $(PY) -m pytest
+# Os testes de navegador (tests/test_browser.py) usam o Chromium do Debian, nunca um baixado
+# (a fonte de emoji é só para as capturas de tela mostrarem ✅/❌).
+browser:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-color-emoji; \
+	  else echo "Falta o Chromium (/usr/bin/chromium): sudo apt-get install chromium"; fi; }
+
+test: setup lint browser
+	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 $(PY) -m pytest
 
 # Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
 # (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke

@@ -1,0 +1,364 @@
+"""Testes num navegador de verdade: as duas páginas que os alunos usam.
+
+1. JupyterLab: a lista de notebooks mostra as lições na ordem, e a lição 00 roda inteira
+   ("Run All Cells") sem erro.
+2. Painel (dashboard) do Ray: com um cluster local (cabeça + 1 worker) e autenticação por
+   token, a página *Cluster* mostra os nós do cluster.
+
+O navegador é o Chromium do Debian (``/usr/bin/chromium``), guiado pelo Playwright; nada é
+baixado durante o teste. Sem o Chromium, os testes FALHAM com a instrução de instalação
+(``make test`` o instala via apt-get quando roda como root).
+
+As capturas de tela vão para ``tests/artifacts/`` (gerado, fora do git). Com
+``UPDATE_DOCS_SCREENSHOTS=1``, a do painel também é copiada para ``docs/img/`` (a figura
+"o que você deve ver" da lição 03).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+DOCS_IMG = ROOT / "docs" / "img"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LESSON_00 = "00_diagnostico_ambiente.ipynb"
+RUN_ALL_TIMEOUT_S = 120
+
+
+# ---------------------------------------------------------------- utilidades
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def descendants(pid: int) -> set[int]:
+    with contextlib.suppress(psutil.Error):
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    return set()
+
+
+def alive(pids: set[int]) -> list[str]:
+    """Descrição dos processos da lista que ainda estão vivos (zumbis não contam)."""
+    out = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{pid} {' '.join(proc.cmdline())[:120]}")
+    return out
+
+
+def kill_tree(proc: subprocess.Popen, pids: set[int], timeout: float = 15) -> None:
+    """SIGTERM ao grupo do processo, espera, e SIGKILL no que sobrar (só nos nossos PIDs)."""
+    pids = pids | descendants(proc.pid) | {proc.pid}
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout)
+    survivors = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(pid)
+            p.kill()
+            survivors.append(p)
+    psutil.wait_procs(survivors, timeout=5)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def require_chromium(path: Path = CHROMIUM) -> None:
+    if not path.exists():
+        pytest.fail(
+            f"Chromium não encontrado em {path}: os testes de navegador precisam dele. "
+            "Instale com `apt-get install chromium` (o `make test` faz isso quando roda como root)."
+        )
+
+
+def test_missing_chromium_fails_with_install_instructions(tmp_path):
+    with pytest.raises(pytest.fail.Exception, match="apt-get install chromium"):
+        require_chromium(tmp_path / "chromium")
+
+
+@pytest.fixture
+def browser() -> Iterator:
+    """Chromium do Debian, sem interface; falha (não pula) se não estiver instalado."""
+    require_chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail('Falta o Playwright para Python: rode `pip install -e ".[test]"` (make setup).')
+    before = descendants(os.getpid())
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        started = descendants(os.getpid()) - before
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    deadline = time.monotonic() + 10
+    while alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(started), f"processos do navegador ficaram vivos: {alive(started)}"
+
+
+def code_cells(path: Path) -> int:
+    return sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
+
+
+def lessons_on_disk() -> list[str]:
+    return sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb"))
+
+
+# ---------------------------------------------------------------- JupyterLab
+
+
+def _write_lab_settings(settings_dir: Path) -> None:
+    """Sem salvamento automático (os notebooks são versionados sem saídas), kernel padrão
+    iniciado sem perguntar, e sem notícias."""
+    docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
+    docmanager.mkdir(parents=True)
+    (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
+    notebook = settings_dir / "@jupyterlab" / "notebook-extension"
+    notebook.mkdir(parents=True)
+    (notebook / "tracker.jupyterlab-settings").write_text('{"autoStartDefaultKernel": true}')
+    apputils = settings_dir / "@jupyterlab" / "apputils-extension"
+    apputils.mkdir(parents=True)
+    (apputils / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+
+
+@contextlib.contextmanager
+def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[str, Callable]]:
+    """JupyterLab sem navegador numa porta livre de 127.0.0.1 com token.
+
+    Devolve a URL (com o token) e uma função que anota os processos filhos do servidor
+    (kernels), para conferir no fim que todos terminaram.
+    """
+    token, port = secrets.token_hex(16), free_port()
+    settings = tmp_path / "lab-settings"
+    _write_lab_settings(settings)
+    config = tmp_path / "config"
+    config.mkdir()
+    # sem rede: nada de notícias, verificação de versão nem gerenciador de extensões do PyPI
+    (config / "jupyter_lab_config.json").write_text(
+        json.dumps(
+            {
+                "LabApp": {
+                    "news_url": None,
+                    "extension_manager": "readonly",
+                    "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+                }
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+    }
+    cmd = [
+        str(Path(sys.executable).with_name("jupyter")),
+        "lab",
+        "--no-browser",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root_dir}",
+    ]
+    if os.geteuid() == 0:  # CI roda como root
+        cmd.append("--allow-root")
+    log = (tmp_path / "jupyter.log").open("w")
+    server = subprocess.Popen(
+        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (
+                f"o JupyterLab terminou (código {server.returncode}):\n"
+                + (tmp_path / "jupyter.log").read_text()[-2000:]
+            )
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).close()
+                break
+            assert time.monotonic() < deadline, "o JupyterLab não respondeu em 60 s"
+            time.sleep(0.5)
+        yield f"{base}/lab?token={token}", lambda: seen.update(descendants(server.pid))
+    finally:
+        seen |= descendants(server.pid) | {server.pid}
+        kill_tree(server, seen)
+        log.close()
+        deadline = time.monotonic() + 10
+        while alive(seen) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive(seen), f"processos do JupyterLab ficaram vivos: {alive(seen)}"
+
+
+def listed_notebooks(page) -> list[str]:
+    items = page.locator(".jp-DirListing-content .jp-DirListing-itemText")
+    items.first.wait_for(timeout=30_000)
+    return [name for name in items.all_inner_texts() if re.fullmatch(r"0.*\.ipynb", name.strip())]
+
+
+def run_all_cells(page, timeout_s: float = RUN_ALL_TIMEOUT_S) -> list[str]:
+    """Menu Run → Run All Cells, como um aluno; espera a execução acabar.
+
+    Devolve os prompts das células de código (``[1]:``…; ``[ ]:`` = não rodou). Se o clique
+    chegar antes de o kernel estar conectado, nada entra na fila: então clica de novo.
+    """
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=30_000)
+    # a barra de status diz "Python 3 (ipykernel) | Idle" quando o kernel está conectado
+    kernel_idle = re.compile(r"^(?!No Kernel).+ \| Idle$")
+    page.locator(".jp-StatusBar-TextItem", has_text=kernel_idle).wait_for(timeout=60_000)
+    prompts = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt")
+
+    def texts() -> list[str]:
+        return [t.strip() for t in prompts.all_inner_texts()]
+
+    deadline = time.monotonic() + timeout_s
+    for _attempt in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        queued = time.monotonic() + 10
+        while time.monotonic() < queued and all(t == "[ ]:" for t in texts()):
+            time.sleep(0.3)
+        if any(t != "[ ]:" for t in texts()):
+            break
+    settled = 0
+    while settled < 3:  # sem "[*]" por três leituras seguidas
+        now = texts()
+        busy = any("*" in t for t in now) or all(t == "[ ]:" for t in now)
+        settled = 0 if busy else settled + 1
+        assert time.monotonic() < deadline, f"as células não terminaram em {timeout_s:g} s: {now}"
+        time.sleep(0.5)
+    return texts()
+
+
+def error_outputs(page) -> list[str]:
+    """Textos das saídas de erro (exceções com traceback) do notebook aberto.
+
+    O JupyterLab mostra erros e stderr com o mesmo tipo MIME; o traceback os distingue.
+    """
+    stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    return [t for t in stderr.all_inner_texts() if "Traceback" in t or "Error" in t]
+
+
+@pytest.mark.slow
+def test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00(browser, tmp_path):
+    expected = lessons_on_disk()
+    assert LESSON_00 in expected, f"{LESSON_00} não existe em {NOTEBOOKS}"
+    original = (NOTEBOOKS / LESSON_00).read_bytes()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with jupyter_lab(tmp_path) as (url, remember_processes):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        assert listed_notebooks(page) == expected
+        page.locator(".jp-DirListing-item", has_text=LESSON_00).dblclick()
+        prompts = run_all_cells(page)
+        remember_processes()  # o kernel é filho do servidor: vigiar o encerramento dele
+        assert error_outputs(page) == []
+        assert all(re.fullmatch(r"\[\d+\]:", p) for p in prompts), prompts
+        assert len(prompts) == code_cells(NOTEBOOKS / LESSON_00)
+        table = page.locator(".jp-OutputArea-output table").first
+        report = table.inner_text()
+        assert "como resolver" in report and "Python" in report and "TensorFlow" in report
+        table.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab_licao00.png"))
+        page.close()
+    # sem salvamento automático: o notebook versionado continua sem saídas
+    assert (NOTEBOOKS / LESSON_00).read_bytes() == original
+
+
+# ---------------------------------------------------------------- painel do Ray
+
+
+def ray_token() -> str:
+    """O token que o Ray usa (mesma ordem de busca do Ray)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return os.environ["RAY_AUTH_TOKEN"]
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
+    return Path(path).expanduser().read_text().strip()
+
+
+@pytest.mark.slow
+def test_ray_dashboard_shows_the_cluster_nodes(browser):
+    from labutils.cluster import LocalCluster
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with LocalCluster(num_workers=1, dashboard=True, verbose=False) as cluster:
+        pids = cluster.pids
+        page = browser.new_page(viewport={"width": 1400, "height": 800})
+        page.goto(cluster.dashboard_url)
+        # o aluno cola o token (saída de `ray get-auth-token`) na janela do painel
+        page.get_by_placeholder("Enter your authentication token").fill(ray_token())
+        page.get_by_role("button", name="Submit").click()
+        page.get_by_role("dialog").wait_for(state="hidden", timeout=15_000)
+        page.goto(f"{cluster.dashboard_url}/#/cluster")
+        rows = page.locator("table tbody tr", has_text="ALIVE")
+        deadline = time.monotonic() + 45
+        while rows.count() < 2:
+            assert time.monotonic() < deadline, (
+                f"o painel mostrou {rows.count()} nó(s) vivo(s) em 45 s; esperava 2"
+            )
+            time.sleep(0.5)
+        texts = rows.all_inner_texts()
+        node_ids = {m.group(0) for t in texts for m in re.finditer(r"\b[0-9a-f]{56}\b", t)}
+        assert len(texts) == 2 and len(node_ids) == 2
+        assert sum("(Head)" in t for t in texts) == 1
+        # os mesmos nós que a API do painel relata (com o token no cabeçalho)
+        request = urllib.request.Request(
+            f"{cluster.dashboard_url}/nodes?view=summary",
+            headers={"Authorization": f"Bearer {ray_token()}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            summary = json.load(resp)["data"]["summary"]
+        assert node_ids == {
+            n["raylet"]["nodeId"] for n in summary if n["raylet"]["state"] == "ALIVE"
+        }
+        page.screenshot(path=str(ARTIFACTS / "ray_dashboard.png"))
+        page.close()
+        pids |= cluster.pids
+    deadline = time.monotonic() + 10
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(pids), f"processos do Ray ficaram vivos: {alive(pids)}"
+    if os.environ.get("UPDATE_DOCS_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ARTIFACTS / "ray_dashboard.png", DOCS_IMG / "ray_dashboard.png")

@@ -1,0 +1,321 @@
+"""Testes do diagnóstico (labutils.doctor): cada verificação com o caso de falha simulado."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+from labutils import data, doctor
+from labutils.doctor import FAIL, OK, WARN, Row
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- versões
+
+
+def test_pins_come_from_pyproject_dependencies_and_test_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    expected = project["dependencies"] + project["optional-dependencies"]["test"]
+    spec, reqs = doctor.project_spec()
+    assert [str(r) for r in reqs] == [str(Requirement(x)) for x in expected]
+    assert spec == SpecifierSet(project["requires-python"])
+    names = {r.name for r in reqs}
+    assert {"tensorflow", "tf-keras", "ray", "pytest", "nbval"} <= names
+
+
+def test_python_wrong_version_blocks():
+    row = doctor.check_python(SpecifierSet(">=3.11,<3.12"), (3, 10, 4))
+    assert row.status == FAIL and "3.10.4" in row.detail and "3.11" in row.remedy
+    assert doctor.check_python(SpecifierSet(">=3.11,<3.12"), (3, 11, 9)).status == OK
+
+
+def test_package_installed_at_the_pinned_version_is_ok():
+    import pytest as installed
+
+    row = doctor.check_package(Requirement(f"pytest=={installed.__version__}"))
+    assert row == Row(OK, "pytest", installed.__version__)
+
+
+def test_package_wrong_version_warns_with_both_versions():
+    import pytest as installed
+
+    row = doctor.check_package(Requirement("pytest==1.0.0"))
+    assert row.status == WARN
+    assert installed.__version__ in row.detail and "==1.0.0" in row.detail
+    assert "pip install" in row.remedy
+
+
+def test_package_missing_blocks():
+    row = doctor.check_package(Requirement("pacote-que-nao-existe==1.0"))
+    assert row.status == FAIL and "não instalado" in row.detail and row.remedy
+
+
+def test_package_extra_with_missing_dependency_blocks(monkeypatch):
+    real_requires = doctor.metadata.requires
+
+    def requires(name):
+        if name == "pytest":
+            return ["dependencia-fantasma>=1; extra == 'painel'"]
+        return real_requires(name)
+
+    monkeypatch.setattr(doctor.metadata, "requires", requires)
+    import pytest as installed
+
+    row = doctor.check_package(Requirement(f"pytest[painel]=={installed.__version__}"))
+    assert row.status == FAIL and "dependencia-fantasma" in row.detail
+
+
+def test_ray_extras_of_the_course_are_installed():
+    (ray_req,) = [r for r in doctor.project_spec()[1] if r.name == "ray"]
+    assert ray_req.extras and doctor._missing_extras(ray_req) == []
+
+
+# ---------------------------------------------------------------- TensorFlow (sonda simulada)
+
+GOOD_PROBE = {
+    "tf": "2.21.0",
+    "gpus": [],
+    "logical_cpus": 2,
+    "tf_keras": "2.21.0",
+    "legacy_keras": True,
+}
+
+
+def test_tensorflow_ok_on_cpu_only_machine():
+    row = doctor.check_tensorflow(GOOD_PROBE, gpu_on_machine=False)
+    assert row.status == OK and "GPUs: 0" in row.detail and "2 dispositivos" in row.detail
+
+
+def test_gpu_present_but_not_seen_by_tensorflow_warns():
+    row = doctor.check_tensorflow(GOOD_PROBE, gpu_on_machine=True)
+    assert row.status == WARN and "and-cuda" in row.remedy
+
+
+def test_gpu_seen_is_reported():
+    probe = {**GOOD_PROBE, "gpus": ["/physical_device:GPU:0"]}
+    row = doctor.check_tensorflow(probe, gpu_on_machine=True)
+    assert row.status == OK and "GPUs: 1" in row.detail
+
+
+def test_tensorflow_that_cannot_split_the_cpu_blocks():
+    probe = {**GOOD_PROBE, "split_error": "RuntimeError: Virtual devices cannot be modified"}
+    probe.pop("logical_cpus")
+    assert doctor.check_tensorflow(probe, gpu_on_machine=False).status == FAIL
+
+
+def test_tf_keras_missing_or_inactive_blocks():
+    assert doctor.check_tf_keras(GOOD_PROBE).status == OK
+    missing = {**GOOD_PROBE, "tf_keras_error": "ModuleNotFoundError: No module named 'tf_keras'"}
+    assert doctor.check_tf_keras(missing).status == FAIL
+    inactive = {**GOOD_PROBE, "legacy_keras": False}
+    assert doctor.check_tf_keras(inactive).status == FAIL
+    broken_tf = {"error": "import tensorflow falhou"}
+    assert doctor.check_tensorflow(broken_tf).status == FAIL
+    assert doctor.check_tf_keras(broken_tf).status == FAIL
+
+
+def test_tf_probe_that_hangs_is_cut_by_the_timeout(tmp_path):
+    hang = tmp_path / "python_travado"
+    hang.write_text("#!/bin/sh\nsleep 30\n")
+    hang.chmod(0o755)
+    t0 = time.monotonic()
+    probe = doctor.tf_probe(timeout=1, python=str(hang))
+    assert time.monotonic() - t0 < 10
+    assert "1 s" in probe["error"]
+    assert doctor.check_tensorflow(probe).status == FAIL
+
+
+def test_tf_probe_reports_a_failed_import(tmp_path):
+    fake = tmp_path / "python_sem_tf"
+    fake.write_text(
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'tensorflow'\" >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    probe = doctor.tf_probe(timeout=10, python=str(fake))
+    assert "código 1" in probe["error"] and "tensorflow" in probe["error"]
+
+
+# ---------------------------------------------------------------- Ray e portas
+
+
+def test_ray_has_dashboard_support():
+    row = doctor.check_ray()
+    assert row.status == OK and "painel" in row.detail
+
+
+def test_ray_without_dashboard_dependencies_blocks(monkeypatch):
+    import ray._private.utils as ray_utils
+
+    monkeypatch.setattr(
+        ray_utils,
+        "get_dashboard_dependency_error",
+        lambda: ImportError("No module named 'aiohttp'"),
+    )
+    row = doctor.check_ray()
+    assert row.status == FAIL and "aiohttp" in row.detail and "ray[default" in row.remedy
+
+
+def test_port_taken_warns_and_free_port_is_ok():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        taken = server.getsockname()[1]
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+        rows = doctor.check_ports({"cabeça": taken, "painel": free})
+    assert [r.status for r in rows] == [WARN, OK]
+    assert str(taken) in rows[0].item and f":{taken}" in rows[0].remedy
+
+
+# ---------------------------------------------------------------- escala, dados e rede
+
+
+def test_invalid_scale_blocks(monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "enorme")
+    row = doctor.check_scale()
+    assert row.status == FAIL and "enorme" in row.detail
+    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
+    assert doctor.check_scale().status == OK
+
+
+@pytest.fixture
+def empty_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_data_missing_offline_at_full_scale_blocks(empty_data_dir, monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "full")
+    rows = doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
+    assert [r.status for r in rows] == [FAIL, FAIL]
+    assert all("make data" in r.remedy and str(empty_data_dir) in r.detail for r in rows)
+
+
+def test_data_missing_with_network_warns(empty_data_dir, monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "full")
+    rows = doctor.check_datasets({"California Housing": True, "CIFAR-100": True})
+    assert [r.status for r in rows] == [WARN, WARN]
+
+
+def test_data_missing_is_fine_at_smoke_scale(empty_data_dir, monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
+    rows = doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
+    assert [r.status for r in rows] == [OK, OK] and all("smoke" in r.detail for r in rows)
+
+
+def test_data_present_is_ok(empty_data_dir, monkeypatch):
+    monkeypatch.setenv("LABUTILS_SCALE", "full")
+    (data.housing_home()).mkdir(parents=True)
+    (data.housing_home() / data.HOUSING_FILE).write_bytes(b"x")
+    (empty_data_dir / "cifar100" / "3.0.2").mkdir(parents=True)
+    (empty_data_dir / "cifar100" / "3.0.2" / "dataset_info.json").write_text("{}")
+    rows = doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
+    assert [r.status for r in rows] == [OK, OK]
+
+
+def test_hosts_reachable_and_unreachable_on_localhost():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        up = server.getsockname()[1]
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            down = closed.getsockname()[1]
+        rows, reachable = doctor.check_hosts(
+            {"A": ("127.0.0.1", up), "B": ("127.0.0.1", down)}, timeout=1
+        )
+    assert reachable == {"A": True, "B": False}
+    assert [r.status for r in rows] == [OK, WARN] and "make data" in rows[1].remedy
+
+
+def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):
+    calls = []
+
+    def slow(host, port, timeout):
+        calls.append(timeout)
+        time.sleep(timeout)
+        return False
+
+    monkeypatch.setattr(doctor.data, "host_reachable", slow)
+    t0 = time.monotonic()
+    _, reachable = doctor.check_hosts({"A": "a.invalid", "B": "b.invalid", "C": "c.invalid"}, 0.5)
+    assert time.monotonic() - t0 < 1.4  # 3 × 0,5 s em série daria 1,5 s
+    assert calls == [0.5, 0.5, 0.5] and not any(reachable.values())
+
+
+def test_single_cpu_warns():
+    assert doctor.check_cpus(1).status == WARN
+    assert doctor.check_cpus(2).status == OK
+
+
+# ---------------------------------------------------------------- relatório e código de saída
+
+
+def test_exit_code_blocks_only_on_failures_unless_strict():
+    ok, warn, fail = Row(OK, "a", ""), Row(WARN, "b", ""), Row(FAIL, "c", "", "faça X")
+    assert doctor.exit_code([ok, warn]) == 0
+    assert doctor.exit_code([ok, warn], strict=True) == 1
+    assert doctor.exit_code([ok, fail]) == 1
+    with pytest.raises(doctor.EnvironmentNotReady, match="faça X"):
+        doctor.require_ready([ok, warn, fail])
+    doctor.require_ready([ok, warn])
+
+
+def test_a_crashing_check_becomes_a_failed_row():
+    def broken():
+        raise KeyError("project")
+
+    (row,) = doctor._guard("pacotes", broken)
+    assert row.status == FAIL and "KeyError" in row.detail
+
+
+def test_cli_reports_and_exits_non_zero_on_a_blocker(monkeypatch, capsys):
+    monkeypatch.setattr(doctor, "tf_probe", lambda timeout: {"error": "sem TensorFlow"})
+    code = doctor.main(["--offline"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "❌ TensorFlow" in out and "sem TensorFlow" in out and "impedem as lições" in out
+
+
+def test_cli_exits_zero_when_nothing_blocks(monkeypatch, capsys):
+    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
+    monkeypatch.setattr(doctor, "tf_probe", lambda timeout: dict(GOOD_PROBE))
+    monkeypatch.setattr(doctor, "check_ports", lambda: [Row(OK, "portas", "livres")])
+    assert doctor.main(["--offline"]) == 0
+    assert "pronto" in capsys.readouterr().out.lower()
+
+
+def test_table_has_a_remedy_column():
+    frame = doctor.as_frame([Row(FAIL, "x", "falta", "instale")])
+    assert list(frame.columns) == ["", "item", "detalhe", "como resolver"]
+    assert frame.iloc[0].tolist() == [FAIL, "x", "falta", "instale"]
+    assert "instale" in doctor.as_table([Row(FAIL, "x", "falta", "instale")]).to_html()
+
+
+def test_module_runs_as_a_script():
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "labutils.doctor", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "--strict" in proc.stdout
+
+
+def test_pins_fall_back_to_installed_metadata_without_pyproject(tmp_path):
+    spec, reqs = doctor.project_spec(tmp_path / "sem_pyproject.toml")
+    assert "3.11.5" in spec and "3.12.0" not in spec
+    pins = {r.name: str(r.specifier) for r in reqs}
+    assert pins["tensorflow"] == "==2.21.0" and "pytest" in pins
+    assert all(r.marker is None for r in reqs)
