@@ -1,0 +1,354 @@
+"""``labutils.multiworker`` (lição 05) e o treino da solução num cluster Ray real de vários nós."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from labutils import checks, multiworker
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "notebooks" / "05_exercicio_multiworker_solucao.ipynb"
+
+
+def _python(code: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Roda ``code`` num Python novo, num grupo de processos próprio, morto (SIGKILL) no limite."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"passou de {timeout} s (processos mortos com SIGKILL):\n{out[-3000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out)
+
+
+# ---------------------------------------------------------------- tf-keras
+
+
+def test_use_legacy_keras_makes_tf_keras_the_keras():
+    run = _python(
+        """
+        from labutils import multiworker
+        multiworker.use_legacy_keras()
+        import tensorflow as tf
+        print("KERAS", tf.keras.__name__)
+        """,
+        timeout=120,
+        env={"TF_USE_LEGACY_KERAS": ""},
+    )
+    assert run.returncode == 0, run.stdout
+    assert "KERAS tf_keras" in run.stdout
+
+
+def test_use_legacy_keras_after_tensorflow_asks_to_restart_the_kernel():
+    run = _python(
+        """
+        import tensorflow as tf
+        tf.keras.layers.Dense  # o Keras 3 já foi carregado
+        from labutils import multiworker
+        multiworker.use_legacy_keras()
+        """,
+        timeout=120,
+        env={"TF_USE_LEGACY_KERAS": ""},
+    )
+    assert run.returncode != 0
+    assert "Reinicie o kernel" in run.stdout
+
+
+def test_runtime_env_sets_the_variable_for_workers():
+    assert multiworker.runtime_env() == {"env_vars": {"TF_USE_LEGACY_KERAS": "1"}}
+
+
+# ---------------------------------------------------------------- recursos (falha rápida)
+
+
+@pytest.fixture
+def fake_cluster(monkeypatch):
+    """Um 'cluster' de mentira: lista de nós e recursos livres controlados pelo teste."""
+    import ray
+
+    state = {
+        "nodes": [
+            {
+                "NodeID": "a" * 56,
+                "Alive": True,
+                "NodeManagerAddress": "10.0.0.1",
+                "Resources": {"CPU": 1.0},
+            },
+            {
+                "NodeID": "b" * 56,
+                "Alive": True,
+                "NodeManagerAddress": "10.0.0.2",
+                "Resources": {"CPU": 2.0, "GPU": 1.0},
+            },
+            {
+                "NodeID": "c" * 56,
+                "Alive": False,
+                "NodeManagerAddress": "10.0.0.3",
+                "Resources": {"CPU": 8.0},
+            },
+        ],
+        "free": {"CPU": 3.0, "GPU": 1.0},
+    }
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "nodes", lambda: state["nodes"])
+    monkeypatch.setattr(ray, "available_resources", lambda: dict(state["free"]))
+    return state
+
+
+def test_plan_fits_and_picks_cpu_when_not_one_gpu_per_worker(fake_cluster):
+    plan = multiworker.plan_workers(2)
+    assert (plan.num_workers, plan.use_gpu, plan.resources_per_worker) == (2, False, {"CPU": 1.0})
+    assert len(plan.nodes) == 2  # só os nós vivos
+    one = multiworker.plan_workers(1)
+    assert one.use_gpu and one.resources_per_worker == {"CPU": 1.0, "GPU": 1.0}
+
+
+def test_plan_rejects_more_workers_than_the_cluster_holds_at_once(fake_cluster):
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="só comporta 3") as info:
+        multiworker.plan_workers(4)
+    assert "esperando para sempre" in str(info.value)
+    with pytest.raises(RuntimeError, match="só comporta 1"):
+        multiworker.plan_workers(2, use_gpu=True)
+    assert time.monotonic() - start < 2
+
+
+def test_plan_counts_whole_workers_per_node(fake_cluster):
+    # 1.5 CPU por worker: nenhum cabe no nó de 1 CPU, um no de 2 CPUs (total 3 CPUs não basta)
+    with pytest.raises(RuntimeError, match="só comporta 1"):
+        multiworker.plan_workers(2, cpus_per_worker=1.5)
+    # 0.5 CPU por worker: 2 no nó de 1 CPU + 4 no de 2 CPUs
+    plan = multiworker.plan_workers(4, cpus_per_worker=0.5)
+    assert not plan.use_gpu and plan.resources_per_worker == {"CPU": 0.5}
+
+
+def test_plan_waits_briefly_then_fails_when_resources_are_busy(fake_cluster):
+    fake_cluster["free"] = {"CPU": 0.0}
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="ocupados"):
+        multiworker.plan_workers(2, wait_s=0.5)
+    assert 0.4 < time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_plan_rejects_bad_num_workers(fake_cluster, bad):
+    with pytest.raises(ValueError, match="num_workers"):
+        multiworker.plan_workers(bad)
+
+
+# ---------------------------------------------------------------- TF_CONFIG e tabela
+
+
+def test_tf_configs_share_the_cluster_and_differ_in_index():
+    configs = multiworker.tf_configs(3)
+    workers = configs[0]["cluster"]["worker"]
+    assert len(set(workers)) == 3
+    assert all(c["cluster"]["worker"] == workers for c in configs)
+    assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(3)]
+
+
+def test_describe_write_read_and_table(tmp_path, monkeypatch):
+    tf_config = {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 1},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+    strategy = SimpleNamespace(num_replicas_in_sync=2)
+    info = multiworker.describe_worker(strategy, 128)
+    assert info["rank"] == 1 and info["tf_config"] == tf_config and info["replicas"] == 2
+    assert info["strategy"] == "SimpleNamespace" and info["pid"] == os.getpid()
+    multiworker.write_worker(tmp_path, info)
+    multiworker.write_worker(tmp_path, {**info, "rank": 0})
+    infos = multiworker.read_workers(tmp_path)
+    assert [i["rank"] for i in infos] == [0, 1]
+    table = multiworker.workers_table(infos)
+    assert list(table["rank"]) == [0, 1]
+    assert table["TF_CONFIG cluster.worker"].iloc[0] == "127.0.0.1:1, 127.0.0.1:2"
+
+
+# ---------------------------------------------------------------- run_trainer
+
+
+class _FakeTrainer:
+    def __init__(self, fit, scaling_config=None):
+        self._fit, self.scaling_config = fit, scaling_config
+        self.train_loop_per_worker = print
+
+    def fit(self):
+        return self._fit()
+
+
+def test_run_trainer_returns_the_result():
+    assert multiworker.run_trainer(_FakeTrainer(lambda: "ok"), timeout_s=5) == "ok"
+
+
+def test_run_trainer_times_out_instead_of_hanging():
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="ray.shutdown"):
+        multiworker.run_trainer(_FakeTrainer(lambda: time.sleep(30)), timeout_s=0.5)
+    assert time.monotonic() - start < 3
+
+
+def test_run_trainer_translates_a_todo_raised_in_a_worker():
+    from ray.train.v2.api.exceptions import WorkerGroupError
+
+    def fit():
+        raise WorkerGroupError("falhou", {0: checks.TodoNotDone("TODO 3 ainda não terminado: x.")})
+
+    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
+        multiworker.run_trainer(_FakeTrainer(fit), timeout_s=5)
+    with pytest.raises(checks.TodoNotDone, match="scaling_config"):
+        multiworker.run_trainer(_FakeTrainer(fit, scaling_config=...), timeout_s=5)
+    with pytest.raises(ZeroDivisionError):  # outros erros passam como são
+        multiworker.run_trainer(_FakeTrainer(lambda: 1 / 0), timeout_s=5)
+
+
+# ---------------------------------------------------------------- à mão, sem Ray
+
+
+@pytest.fixture
+def by_value():
+    """As funções deste módulo de teste viajam por valor (como as de um notebook, ``__main__``)."""
+    from ray import cloudpickle
+
+    module = sys.modules[__name__]
+    cloudpickle.register_pickle_by_value(module)
+    yield
+    cloudpickle.unregister_pickle_by_value(module)
+
+
+def _env_of_worker(config):
+    return {
+        "tf_config": json.loads(os.environ["TF_CONFIG"]),
+        "legacy": os.environ.get("TF_USE_LEGACY_KERAS"),
+        **config,
+    }
+
+
+def test_launch_by_hand_gives_each_process_its_tf_config(by_value):
+    tmp_dirs = lambda: set(Path(tempfile.gettempdir()).glob("labutils-byhand-*"))  # noqa: E731
+    before = tmp_dirs()
+    runs = multiworker.launch_by_hand(_env_of_worker, {"x": 1}, num_workers=2, timeout_s=60)
+    assert [r["returncode"] for r in runs] == [0, 0]
+    assert tmp_dirs() <= before  # a pasta dos logs é apagada quando tudo dá certo
+    for index, run in enumerate(runs):
+        assert run["value"]["tf_config"] == run["tf_config"]
+        assert run["value"]["tf_config"]["task"]["index"] == index
+        assert run["value"]["legacy"] == "1" and run["value"]["x"] == 1
+
+
+def _hang(config):
+    time.sleep(120)
+
+
+def test_launch_by_hand_kills_processes_that_hang(by_value, tmp_path):
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="SIGKILL"):
+        multiworker.launch_by_hand(_hang, {}, num_workers=2, timeout_s=3, workdir=tmp_path)
+    assert time.monotonic() - start < 15
+    time.sleep(0.2)
+    after = {
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if p.status() != psutil.STATUS_ZOMBIE
+    }
+    assert after <= before
+
+
+def _boom(config):
+    raise ValueError("quebrou de propósito")
+
+
+def test_launch_by_hand_reports_a_failing_worker(by_value, tmp_path):
+    with pytest.raises(RuntimeError, match="quebrou de propósito"):
+        multiworker.launch_by_hand(_boom, {}, num_workers=2, timeout_s=60, workdir=tmp_path)
+
+
+# ---------------------------------------------------------------- cluster real de vários nós
+
+# O driver roda num processo à parte (morto com SIGKILL no limite): executa as células da
+# solução marcadas com a tag "multinode", SEM mudanças, conectado ao cluster por RAY_ADDRESS.
+# Depois troca o laço pela versão do aluno (TODOs) e confere a mensagem amigável.
+_DRIVER = """
+import json, sys
+import nbformat
+from labutils import exercise
+nb = nbformat.read(sys.argv[1], as_version=4)
+cells = [c for c in nb.cells if "multinode" in c.metadata.get("tags", [])]
+ns = {"__name__": "__main__"}
+for cell in cells:
+    exec(compile(cell.source, "<solução>", "exec"), ns)
+result, workers = ns["result"], ns["workers"]
+with result.checkpoint.as_directory() as d:
+    import os
+    files = sorted(os.listdir(d))
+report = {"workers": workers, "metrics": result.metrics, "files": files,
+          "nodes": [n["NodeID"] for n in ns["ray"].nodes() if n["Alive"]]}
+loop = next(c for c in cells if "def train_epochs" in c.source)
+exec(compile(exercise.strip_solutions(loop.source), "<aluno>", "exec"), ns)
+try:
+    ns["multiworker"].run_trainer(ns["TensorflowTrainer"](
+        ns["train_loop_per_worker"], train_loop_config=ns["config"],
+        scaling_config=ns["scaling_config"],
+        run_config=ns["RunConfig"](name="todo", storage_path=ns["multiworker"].storage_path()),
+    ), timeout_s=180)
+    report["todo"] = None
+except ns["checks"].TodoNotDone as err:
+    report["todo"] = str(err)
+ns["ray"].shutdown()
+print("REPORT" + json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_solution_trains_on_two_distinct_nodes_of_a_real_cluster(tmp_path):
+    from labutils.cluster import LocalCluster
+
+    with LocalCluster(num_workers=2, cpus_per_node=1, dashboard=False) as cluster:
+        env = {"RAY_ADDRESS": cluster.address, "LABUTILS_TRAIN_STORAGE": str(tmp_path)}
+        run = subprocess.run(
+            ["timeout", "-s", "KILL", "420", sys.executable, "-c", _DRIVER, str(SOLUTION)],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+        )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    report = json.loads(out.split("REPORT", 1)[1].splitlines()[0])
+    workers = report["workers"]
+    assert [w["rank"] for w in workers] == [0, 1]
+    node_ids = {w["node_id"] for w in workers}
+    assert len(node_ids) == 2, f"os 2 workers rodaram no mesmo nó: {node_ids}"
+    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3  # cabeça + 2 workers
+    assert all(
+        w["strategy"] == "MultiWorkerMirroredStrategy" and w["replicas"] == 2 for w in workers
+    )
+    assert {w["tf_config"]["task"]["index"] for w in workers} == {0, 1}
+    assert "model.keras" in report["files"] and "worker_1.json" in report["files"]
+    assert report["metrics"]["epoch"] >= 1 and report["metrics"]["loss"] > 0
+    assert (report["todo"] or "").startswith("TODO 3 ainda não terminado: crie a estratégia")
+    assert any(p.name.startswith("licao05-") for p in tmp_path.iterdir())  # checkpoints lá
