@@ -108,8 +108,37 @@ def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> P
     )
     home.mkdir(parents=True, exist_ok=True)
     path = home / HOUSING_FILE
-    joblib.dump(table, path, compress=6)
+    partial = path.with_name(path.name + ".parcial")
+    joblib.dump(table, partial, compress=6)
+    os.replace(partial, path)  # nunca deixa um arquivo pela metade com o nome final
     return path
+
+
+def _corrupt_message(path: Path, err: BaseException) -> str:
+    return (
+        f"O arquivo {path} existe mas não pôde ser lido ({type(err).__name__}: {err}); "
+        "provavelmente um download interrompido. Apague-o e rode de novo:\n"
+        f"  rm {path}\n"
+        "(com internet, ele é baixado outra vez; sem internet, copie um arquivo bom para lá)."
+    )
+
+
+def _download_housing(home: Path) -> None:
+    """Baixa para uma pasta temporária e só então move o arquivo pronto para ``home``.
+
+    Um download interrompido (Ctrl+C, queda de rede, kernel reiniciado) deixa no máximo uma
+    pasta ``.baixando-*``, nunca um ``cal_housing_py3.pkz`` pela metade.
+    """
+    import shutil
+
+    from sklearn.datasets import fetch_california_housing
+
+    home.mkdir(parents=True, exist_ok=True)
+    for stale in home.glob(".baixando-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=home, prefix=".baixando-") as tmp:
+        fetch_california_housing(data_home=tmp, download_if_missing=True)
+        os.replace(Path(tmp) / HOUSING_FILE, home / HOUSING_FILE)
 
 
 def load_california_housing(scale: str | None = None, *, download: bool = True) -> Any:
@@ -132,22 +161,28 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
         return bunch
 
     home = housing_home()
-    try:
-        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
-    except OSError:
+    cached = home / HOUSING_FILE
+    if cached.exists():
+        try:
+            bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+        except Exception as err:  # arquivo truncado: joblib/zlib/pickle levantam tipos variados
+            if not download:
+                raise DatasetUnavailableError(_corrupt_message(cached, err)) from err
+            print(f"Arquivo {cached} corrompido ({type(err).__name__}); baixando de novo.")
+            cached.unlink()
+    if not cached.exists():
         from sklearn.datasets._california_housing import ARCHIVE
 
         host = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
         if not download or not host_reachable(host):
-            raise DatasetUnavailableError(
-                _missing_message("California Housing", home, host)
-            ) from None
+            raise DatasetUnavailableError(_missing_message("California Housing", home, host))
         try:
-            bunch = fetch_california_housing(data_home=str(home), download_if_missing=True)
+            _download_housing(home)
         except OSError as err:
             raise DatasetUnavailableError(
                 _missing_message("California Housing", home, host) + f"\n(erro: {err})"
             ) from err
+        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
     if size.housing_examples is not None:
         bunch.data = bunch.data[: size.housing_examples]
         bunch.target = bunch.target[: size.housing_examples]

@@ -96,3 +96,56 @@ def test_cli_status_reports_missing_data(data_dir, capsys):
     data.make_housing_fixture(data.housing_home(), n_samples=50)
     data.main(["status"])
     assert "California Housing: presente" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- downloads interrompidos
+
+
+def _truncate(path):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 3])
+
+
+def test_corrupt_housing_cache_names_the_file_to_delete(data_dir):
+    cached = data.make_housing_fixture(data.housing_home(), n_samples=300)
+    _truncate(cached)
+    with pytest.raises(data.DatasetUnavailableError) as err:
+        data.load_california_housing("full", download=False)
+    assert f"rm {cached}" in str(err.value) and "download interrompido" in str(err.value)
+
+
+def test_corrupt_housing_cache_is_downloaded_again(data_dir, monkeypatch, capsys):
+    cached = data.make_housing_fixture(data.housing_home(), n_samples=300)
+    _truncate(cached)
+    monkeypatch.setattr(data, "host_reachable", lambda *a, **k: True)
+    monkeypatch.setattr(
+        data, "_download_housing", lambda home: data.make_housing_fixture(home, n_samples=120)
+    )
+    bunch = data.load_california_housing("full")
+    assert bunch.data.shape == (120, 8)
+    assert "corrompido" in capsys.readouterr().out
+
+
+def test_interrupted_download_leaves_nothing_half_written(data_dir, monkeypatch, offline):
+    import sklearn.datasets
+
+    def dies_mid_download(data_home, download_if_missing):
+        (data.Path(data_home) / data.HOUSING_FILE).write_bytes(b"metade de um arquivo")
+        raise KeyboardInterrupt  # o aluno apertou Ctrl+C
+
+    monkeypatch.setattr(sklearn.datasets, "fetch_california_housing", dies_mid_download)
+    with pytest.raises(KeyboardInterrupt):
+        data._download_housing(data.housing_home())
+    assert list(data.housing_home().iterdir()) == []  # nem arquivo final, nem pasta temporária
+    monkeypatch.undo()
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(data_dir))
+    monkeypatch.setattr(data, "host_reachable", lambda *a, **k: False)
+    with pytest.raises(data.DatasetUnavailableError, match="não está em"):
+        data.load_california_housing("full")
+
+
+def test_interrupted_tfds_preparation_is_not_taken_for_data(data_dir, offline):
+    # o tfds prepara numa pasta "*.incomplete*" e só a renomeia no fim
+    (data_dir / "cifar100" / "3.0.2.incomplete.abc123").mkdir(parents=True)
+    with pytest.raises(data.DatasetUnavailableError, match="CIFAR-100 não está em"):
+        data.load_cifar100("full")
