@@ -1,0 +1,97 @@
+"""Linha de comando do cluster: ``python -m labutils.cluster COMANDO``.
+
+Comandos (cada um imprime o comando ``ray`` que executa):
+
+- ``start-head`` — inicia a cabeça nesta máquina (``ray start --head``);
+- ``join IP:PORTA`` — junta esta máquina ao cluster como worker (``ray start --address``);
+- ``status [IP:PORTA]`` — nós e recursos (``ray status``);
+- ``stop`` — para **todo** o Ray desta máquina (``ray stop``): não use numa máquina compartilhada;
+- ``local`` — cabeça + N workers nesta máquina até Ctrl+C (laptop ou CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+
+from labutils import cluster
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m labutils.cluster", description="Cluster Ray do laboratório."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    head = sub.add_parser("start-head", help="inicia a cabeça (ray start --head)")
+    head.add_argument("--port", type=int, default=cluster.DEFAULT_PORT)
+    head.add_argument("--num-cpus", type=int, default=None)
+    head.add_argument("--dashboard-port", type=int, default=cluster.DEFAULT_DASHBOARD_PORT)
+    head.add_argument(
+        "--dashboard-host",
+        default=cluster.LOCALHOST,
+        help="interface do painel; 0.0.0.0 abre para a rede toda (só em rede fechada!)",
+    )
+    head.add_argument("--node-ip-address", default=None, help="IP desta máquina na rede da sala")
+    head.add_argument("--no-dashboard", action="store_true")
+
+    join = sub.add_parser("join", help="junta esta máquina ao cluster (ray start --address)")
+    join.add_argument("address", help="IP:PORTA da cabeça")
+    join.add_argument("--num-cpus", type=int, default=None)
+
+    st = sub.add_parser("status", help="nós e recursos (ray status)")
+    st.add_argument("address", nargs="?", default=None)
+
+    stop = sub.add_parser("stop", help="para TODO o Ray desta máquina (ray stop)")
+    stop.add_argument("--force", action="store_true")
+
+    local = sub.add_parser("local", help="cabeça + N workers nesta máquina, até Ctrl+C")
+    local.add_argument("--workers", type=int, default=2)
+    local.add_argument("--cpus-per-node", type=int, default=1)
+    local.add_argument("--dashboard", action="store_true")
+    local.add_argument("--dashboard-port", type=int, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "start-head":
+            cluster.start_head(
+                port=args.port,
+                num_cpus=args.num_cpus,
+                dashboard=not args.no_dashboard,
+                dashboard_host=args.dashboard_host,
+                dashboard_port=args.dashboard_port,
+                node_ip_address=args.node_ip_address,
+            )
+        elif args.command == "join":
+            cluster.join(args.address, num_cpus=args.num_cpus)
+        elif args.command == "status":
+            cluster.status(args.address)
+        elif args.command == "stop":
+            cluster.stop(force=args.force)
+        elif args.command == "local":
+            with cluster.LocalCluster(
+                num_workers=args.workers,
+                cpus_per_node=args.cpus_per_node,
+                dashboard=args.dashboard,
+                dashboard_port=args.dashboard_port,
+            ) as local:
+                print(f"Em outro terminal: export RAY_ADDRESS={local.address}  (Ctrl+C encerra)")
+                try:
+                    while True:
+                        time.sleep(1)
+                except KeyboardInterrupt:
+                    signal.signal(
+                        signal.SIGINT, signal.SIG_IGN
+                    )  # um 2º Ctrl+C não interrompe a parada
+    except cluster.ClusterError as err:
+        print(f"Erro: {err}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,214 @@
+"""Cluster Ray real: cabeça + workers via `ray start`, busca distribuída, painel, parada limpa.
+
+Os testes marcados `slow` sobem processos `ray start` de verdade nesta máquina e param só os
+que eles mesmos iniciaram (nunca `ray stop`, que derrubaria o Ray de outras sessões).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from labutils import cluster, cluster_cli
+from labutils.cluster import ClusterError, LocalCluster
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _alive(pids: set[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _with_temp_dir(temp_dir: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if temp_dir in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    """Cabeça + 2 workers (1 CPU cada), com painel.
+
+    No fim, o corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar
+    mesmo assim, sem deixar nenhum processo para trás.
+    """
+    with pytest.raises(RuntimeError, match="fim do módulo"):
+        with LocalCluster(num_workers=2, cpus_per_node=1, dashboard=True) as lc:
+            assert len(_alive(lc.pids)) >= 9  # 3 × (`ray start`, raylet, ...) + gcs_server
+            yield lc
+            raise RuntimeError("fim do módulo")
+    pids, temp_dir = lc.pids, lc.temp_dir
+    deadline = time.monotonic() + 10
+    while (_alive(pids) or _with_temp_dir(temp_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pids), f"processos do cluster ainda vivos: {_alive(pids)}"
+    assert not _with_temp_dir(temp_dir)
+    assert not Path(temp_dir).exists()
+    lc.stop()  # idempotente
+
+
+# ------------------------------------------------------------------ rápidos (sem cluster)
+
+
+def test_default_head_command_binds_dashboard_to_localhost():
+    cmd = cluster.head_command()
+    assert "--dashboard-host=127.0.0.1" in cmd
+    assert not any("0.0.0.0" in part for part in cmd)
+
+
+def test_join_missing_head_fails_fast_in_portuguese():
+    port = cluster.free_port()  # ninguém escuta aqui
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="Não encontrei a cabeça"):
+        cluster.join(f"127.0.0.1:{port}")
+    assert time.monotonic() - start < 10
+
+
+def test_bad_address_format_is_explained():
+    with pytest.raises(ClusterError, match="IP:PORTA"):
+        cluster.join("meu-computador")
+
+
+def test_port_in_use_fails_fast_in_portuguese():
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(ClusterError, match="já está em uso"):
+            cluster.start_head(port=port, dashboard=False)
+        with pytest.raises(ClusterError, match="já está em uso"):
+            LocalCluster(num_workers=1, dashboard=True, dashboard_port=port)
+        assert time.monotonic() - start < 10
+
+
+def test_cli_reports_error_with_exit_code(capsys):
+    port = cluster.free_port()
+    assert cluster_cli.main(["join", f"127.0.0.1:{port}"]) == 2
+    assert "Não encontrei a cabeça" in capsys.readouterr().out
+
+
+def test_invalid_sizes_are_rejected():
+    with pytest.raises(ValueError, match="num_workers"):
+        LocalCluster(num_workers=-1)
+    with pytest.raises(ValueError, match="cpus_per_node"):
+        LocalCluster(cpus_per_node=0)
+
+
+def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
+    monkeypatch.setattr(cluster, "ray_executable", lambda: "/bin/false")
+    monkeypatch.setattr(cluster, "ensure_auth_token", lambda: "teste")
+    lc = LocalCluster(num_workers=1, verbose=False)
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="Não consegui iniciar a cabeça"):
+        lc.start()
+    assert time.monotonic() - start < 10
+    assert not _alive(lc.pids)
+    assert not Path(lc.temp_dir).exists()
+
+
+# ------------------------------------------------------------------ cluster real
+
+
+@pytest.mark.slow
+def test_search_runs_on_several_nodes(local_cluster):
+    import ray
+
+    from labutils import data, sizes
+    from labutils.search import fit_and_score
+
+    if ray.is_initialized():
+        ray.shutdown()
+    housing = data.load_california_housing()
+    from sklearn.model_selection import train_test_split
+
+    X_train, X_test, y_train, y_test = train_test_split(
+        housing.data, housing.target, test_size=0.2, random_state=42
+    )
+    try:
+        ray.init(address=local_cluster.address, log_to_driver=False)
+        assert cluster.wait_for_nodes(3, timeout=30) == 3
+
+        @ray.remote(num_cpus=1)
+        def train_on_cluster(n, d, X_train, y_train, X_test, y_test):
+            result = fit_and_score(n, d, X_train, y_train, X_test, y_test)
+            return (*result, ray.get_runtime_context().get_node_id())
+
+        refs = [ray.put(a) for a in (X_train, y_train, X_test, y_test)]
+        grid = sizes().grid
+        rows = ray.get([train_on_cluster.remote(n, d, *refs) for n, d in grid], timeout=120)
+        alive_ids = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+    finally:
+        ray.shutdown()
+
+    used = {row[4] for row in rows}
+    assert len(used) >= 2, f"todas as tarefas rodaram no mesmo nó: {used}"
+    assert used <= alive_ids
+    assert [(r[0], r[1]) for r in rows] == list(grid)
+    # o cluster calcula o mesmo MSE que a máquina local (mesma semente)
+    n, d = grid[0]
+    local = fit_and_score(n, d, X_train, y_train, X_test, y_test)
+    assert rows[0][2] == pytest.approx(local[2])
+
+
+@pytest.mark.slow
+def test_token_auth_is_on_and_cluster_is_private(local_cluster):
+    # todo processo do cluster roda com RAY_AUTH_MODE=token (os agentes renomeados com
+    # setproctitle não expõem mais o ambiente em /proc: ficam de fora)
+    envs = []
+    for pid in local_cluster.pids:
+        try:
+            environ = psutil.Process(pid).environ()
+        except psutil.Error:
+            continue
+        if environ:
+            envs.append(environ.get("RAY_AUTH_MODE"))
+    assert envs and set(envs) == {"token"}
+    # e não virou "o último cluster" ao qual um ray.init() qualquer se conectaria
+    default = Path("/tmp/ray/ray_current_cluster")
+    if default.exists():
+        assert str(local_cluster.port) not in default.read_text()
+
+
+@pytest.mark.slow
+def test_dashboard_answers_and_listens_only_on_localhost(local_cluster):
+    import urllib.error
+    import urllib.request
+
+    url = local_cluster.dashboard_url
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        assert resp.status == 200  # a página (sem dados) abre
+    # a API (jobs: onde o ShadowRay executava código) exige o token
+    for path in ("/api/version", "/api/jobs/"):
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(url + path, timeout=10)
+        assert denied.value.code == 401
+    request = urllib.request.Request(
+        url + "/api/version", headers={"Authorization": f"Bearer {cluster.auth_token()}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+        assert b"ray_version" in resp.read()
+    listening = {
+        conn.laddr.ip
+        for conn in psutil.net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == local_cluster.dashboard_port
+    }
+    assert listening, "ninguém escuta na porta do painel"
+    assert listening <= {"127.0.0.1", "::1"}, f"painel exposto em {listening}"
