@@ -1,0 +1,125 @@
+"""Gráficos da lição 02: a comparação do roteiro original e o speedup frente ao limite.
+
+As funções devolvem a ``Figure`` do matplotlib (no notebook ela aparece sozinha) e alinham os
+resultados pela configuração ``(n_estimators, max_depth)``, não pela posição: a busca distribuída
+pode devolver as configurações em outra ordem (por exemplo, as mais caras primeiro).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tuple[int, int], float]:
+    out: dict[tuple[int, int], float] = {}
+    for row in results:
+        if len(row) < 4:
+            raise ValueError(
+                f"Resultado {what} {row!r} não tem o formato (n_estimators, max_depth, mse, segundos)."
+            )
+        out[(int(row[0]), int(row[1]))] = float(row[3])
+    if not out:
+        raise ValueError(f"Não há resultados {what} para desenhar.")
+    return out
+
+
+def config_labels(grid: Iterable[Sequence[int]]) -> list[str]:
+    """Rótulos ``"(n_estimators, max_depth)"`` para o eixo das configurações."""
+    return [f"({int(n)}, {int(d)})" for n, d in grid]
+
+
+def plot_comparison(
+    central_results: Sequence[Sequence[Any]],
+    central_total: float,
+    distributed_results: Sequence[Sequence[Any]],
+    distributed_total: float,
+    grid: Sequence[Sequence[int]] | None = None,
+) -> Any:
+    """A figura do roteiro: tempos por configuração (esquerda) e tempo total de cada abordagem.
+
+    À esquerda, na ordem de ``grid`` (padrão: a ordem dos resultados centralizados): o tempo
+    ACUMULADO da busca centralizada (quando cada configuração terminou no laço), o tempo de cada
+    tarefa distribuída e, tracejado, o tempo de cada configuração no laço. À direita, os totais.
+    """
+    import matplotlib.pyplot as plt
+
+    central = _seconds_by_config(central_results, "centralizados")
+    dist = _seconds_by_config(distributed_results, "distribuídos")
+    order = [(int(n), int(d)) for n, d in grid] if grid is not None else list(central)
+    missing = [cfg for cfg in order if cfg not in central or cfg not in dist]
+    if missing:
+        raise ValueError(
+            f"As configurações {missing} não aparecem nas duas buscas: compare buscas feitas "
+            "com a mesma grade."
+        )
+    k = len(order)
+    x = np.arange(k)
+    central_each = np.array([central[c] for c in order])
+    dist_each = np.array([dist[c] for c in order])
+
+    fig, (ax_t, ax_b) = plt.subplots(
+        1, 2, figsize=(min(6 + 0.7 * k, 22), 4.2), gridspec_kw={"width_ratios": [2.2, 1]}
+    )
+    ax_t.plot(x, np.cumsum(central_each), "o-", color="tab:red", label="Centralizado (acumulado)")
+    ax_t.plot(x, central_each, "o--", color="tab:red", alpha=0.45, label="Centralizado (cada)")
+    ax_t.plot(x, dist_each, "o-", color="tab:blue", label="Distribuído (cada tarefa)")
+    ax_t.set_xticks(
+        x, config_labels(order), rotation=45 if k > 6 else 0, ha="right" if k > 6 else "center"
+    )
+    ax_t.set_xlabel("Configuração (n_estimators, max_depth)")
+    ax_t.set_ylabel("Tempo (s)")
+    ax_t.set_ylim(bottom=0)
+    ax_t.grid(True, linestyle=":")
+    ax_t.legend(loc="upper left", fontsize="small")
+    ax_t.set_title("Tempo por configuração")
+
+    totals = [central_total, distributed_total]
+    bars = ax_b.barh(["Centralizado", "Distribuído"], totals, color=["tab:red", "tab:blue"], ec="k")
+    ax_b.bar_label(
+        bars, labels=[f"{t:.1f} s" if t >= 10 else f"{t:.2f} s" for t in totals], padding=3
+    )
+    ax_b.set_xlabel("Tempo total (s)")
+    ax_b.set_xlim(0, max(totals) * 1.3 if max(totals) > 0 else 1)
+    speedup = central_total / distributed_total if distributed_total > 0 else float("nan")
+    ax_b.set_title(f"Tempo total (speedup {speedup:.2f}×)")
+    ax_b.grid(True, axis="x", linestyle=":")
+    fig.tight_layout()
+    return fig
+
+
+def plot_speedups(
+    names: Sequence[str], speedups: Sequence[float], bounds: Sequence[float], cores: float
+) -> Any:
+    """Speedup medido de cada estratégia (barras) ao lado do limite que ela permite (marcas)."""
+    import matplotlib.pyplot as plt
+
+    names, speedups, bounds = list(names), [float(s) for s in speedups], [float(b) for b in bounds]
+    if not (len(names) == len(speedups) == len(bounds)) or not names:
+        raise ValueError("names, speedups e bounds devem ter o mesmo tamanho (≥ 1).")
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(8, 1.8 + 0.6 * len(names)))
+    bars = ax.barh(y, speedups, color="tab:blue", ec="k", height=0.6, label="speedup medido")
+    ax.bar_label(bars, labels=[f"{s:.2f}×" for s in speedups], padding=3)
+    ax.scatter(
+        bounds, y, marker="|", s=900, linewidths=3, color="tab:red", zorder=3, label="limite"
+    )
+    ax.axvline(1.0, color="gray", linestyle=":", label="sem ganho (1×)")
+    ax.axvline(cores, color="tab:green", linestyle="--", label=f"núcleos ({cores:g})")
+    ax.set_yticks(y, list(names))
+    ax.invert_yaxis()
+    ax.set_xlabel("Speedup sobre a busca centralizada (×)")
+    ax.set_xlim(0, max([*speedups, *bounds, cores]) * 1.2)
+    ax.grid(True, axis="x", linestyle=":")
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
+        ncol=4,
+        fontsize="small",
+        frameon=False,
+        markerscale=0.4,
+    )
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,78 @@
+"""Testes dos gráficos da lição 02: rótulos, alinhamento por configuração, qualquer tamanho de grade."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from labutils import plots
+
+
+def _results(grid, seconds):
+    return [(n, d, 0.1 * i, s) for i, ((n, d), s) in enumerate(zip(grid, seconds, strict=True))]
+
+
+def _lines(ax):
+    return {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 12])
+def test_comparison_has_one_tick_per_configuration(k):
+    grid = [(10 * (i + 1), i + 2) for i in range(k)]
+    central = _results(grid, np.arange(1, k + 1, dtype=float))
+    dist = _results(grid, np.full(k, 0.5))
+    fig = plots.plot_comparison(central, 9.0, dist, 3.0, grid)
+    ax_t, ax_b = fig.axes
+    assert [t.get_text() for t in ax_t.get_xticklabels()] == [f"({n}, {d})" for n, d in grid]
+    assert ax_t.get_xlabel() and "(s)" in ax_t.get_ylabel() and "(s)" in ax_b.get_xlabel()
+    lines = _lines(ax_t)
+    np.testing.assert_allclose(lines["Centralizado (acumulado)"], np.cumsum(np.arange(1, k + 1)))
+    np.testing.assert_allclose(lines["Distribuído (cada tarefa)"], np.full(k, 0.5))
+    assert [p.get_width() for p in ax_b.patches] == [9.0, 3.0]
+    assert "3.00×" in ax_b.get_title()
+    plt.close(fig)
+
+
+def test_comparison_aligns_results_by_configuration_not_position():
+    grid = [(100, 10), (200, 15), (300, 20)]
+    central = _results(grid, [1.0, 2.0, 3.0])
+    # a busca distribuída devolveu as mais caras primeiro
+    dist = [(300, 20, 0.0, 30.0), (200, 15, 0.0, 20.0), (100, 10, 0.0, 10.0)]
+    fig = plots.plot_comparison(central, 6.0, dist, 3.5, grid)
+    np.testing.assert_allclose(_lines(fig.axes[0])["Distribuído (cada tarefa)"], [10.0, 20.0, 30.0])
+    # sem grade explícita, vale a ordem dos resultados centralizados
+    fig2 = plots.plot_comparison(central, 6.0, dist, 3.5)
+    assert fig2.axes[0].get_xticklabels()[0].get_text() == "(100, 10)"
+    plt.close("all")
+
+
+def test_comparison_rejects_mismatched_grids():
+    central = _results([(1, 1), (2, 2)], [1.0, 1.0])
+    dist = _results([(1, 1)], [1.0])
+    with pytest.raises(ValueError, match="mesma grade"):
+        plots.plot_comparison(central, 2.0, dist, 1.0)
+    with pytest.raises(ValueError, match="formato"):
+        plots.plot_comparison([(1, 1, 0.5)], 1.0, dist, 1.0)
+
+
+def test_plot_speedups_shows_bars_and_bounds():
+    fig = plots.plot_speedups(["roteiro", "blocos"], [1.4, 1.8], [2.0, 1.95], cores=2)
+    ax = fig.axes[0]
+    assert [p.get_width() for p in ax.patches] == [1.4, 1.8]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["roteiro", "blocos"]
+    np.testing.assert_allclose(ax.collections[0].get_offsets()[:, 0], [2.0, 1.95])
+    assert "Speedup" in ax.get_xlabel()
+    plt.close(fig)
+    # colunas de um DataFrame também servem (é o que o notebook passa)
+    table = pd.DataFrame({"n": ["a", "b", "c"], "s": [1.0, 2.0, 3.0], "b": [2.0, 2.0, 3.0]})
+    fig = plots.plot_speedups(table["n"], table["s"], table["b"], cores=4)
+    assert len(fig.axes[0].patches) == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="mesmo tamanho"):
+        plots.plot_speedups(["a"], [1.0, 2.0], [1.0], cores=2)

@@ -1,0 +1,266 @@
+"""Testes dos auxiliares da busca de hiperparâmetros (lição 02), sem Ray."""
+
+from __future__ import annotations
+
+import csv
+import sys
+import types
+
+import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.metrics import mean_squared_error
+
+from labutils import search
+
+SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
+# tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)
+FACT_TIMES = [1.5, 4.1, 7.0, 9.4, 11.8]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = X[:, 0] * 2 + np.sin(X[:, 1] * 3) + rng.normal(scale=0.1, size=300)
+    return X[:240], y[:240], X[240:], y[240:]
+
+
+# ---------------------------------------------------------------- validate_grid
+
+
+def test_validate_grid_accepts_and_normalizes():
+    assert search.validate_grid(SEED_GRID) == SEED_GRID
+    out = search.validate_grid(((np.int64(10), 4), [20, np.int32(6)]))
+    assert out == [(10, 4), (20, 6)]
+    assert all(type(v) is int for pair in out for v in pair)
+
+
+@pytest.mark.parametrize(
+    ("grid", "fragment"),
+    [
+        ([], "vazia"),
+        ((), "vazia"),
+        (None, "lista de pares"),
+        ("100,10", "lista de pares"),
+        ([(0, 10)], "n_estimators deve ser positivo"),
+        ([(100, 10), (-5, 10)], "Item 1"),
+        ([(100, 0)], "max_depth deve ser positivo"),
+        ([(100,)], "não é um par"),
+        ([(100, 10, 3)], "não é um par"),
+        ([100], "não é um par"),
+        (["ab"], "não é um par"),
+        ([(100.0, 10)], "n_estimators deve ser um número inteiro"),
+        ([(100, "10")], "max_depth deve ser um número inteiro"),
+        ([(True, 10)], "inteiro"),
+    ],
+)
+def test_validate_grid_rejects_bad_grids(grid, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        search.validate_grid(grid)
+
+
+# ---------------------------------------------------------------- fit_and_score
+
+
+def test_fit_and_score_matches_sklearn(data):
+    X_train, y_train, X_test, y_test = data
+    n, d, mse, seconds = search.fit_and_score(7, 3, X_train, y_train, X_test, y_test)
+    ref = RandomForestRegressor(n_estimators=7, max_depth=3, random_state=42).fit(X_train, y_train)
+    assert (n, d) == (7, 3)
+    assert isinstance(mse, float) and mse == pytest.approx(
+        mean_squared_error(y_test, ref.predict(X_test)), rel=1e-12
+    )
+    assert 0 < seconds < 30
+    # n_jobs só muda o paralelismo, não o modelo
+    assert search.fit_and_score(7, 3, *data, n_jobs=2)[2] == pytest.approx(mse, rel=1e-9)
+    # outra semente, outro modelo
+    assert search.fit_and_score(7, 3, *data, random_state=1)[2] != pytest.approx(mse, rel=1e-9)
+
+
+# ---------------------------------------------------------------- limites
+
+
+def test_speedup_bound_examples():
+    assert search.speedup_bound([1, 1], 2) == pytest.approx(2.0)
+    assert search.speedup_bound([3, 1], 2) == pytest.approx(4 / 3)  # a tarefa longa manda
+    assert search.speedup_bound([1] * 10, 4) == pytest.approx(4.0)  # o trabalho/núcleos manda
+    assert search.speedup_bound([5, 2], 1) == pytest.approx(1.0)
+    total = sum(FACT_TIMES)
+    assert search.speedup_bound(FACT_TIMES, 2) == pytest.approx(2.0)
+    assert search.speedup_bound(FACT_TIMES, 16) == pytest.approx(total / 11.8)
+    assert search.makespan_lower_bound(FACT_TIMES, 2) == pytest.approx(total / 2)
+
+
+@pytest.mark.parametrize(("times", "cores"), [([], 2), ([1.0], 0), ([1.0, -1.0], 2)])
+def test_speedup_bound_rejects_bad_input(times, cores):
+    with pytest.raises(ValueError):
+        search.speedup_bound(times, cores)
+
+
+def test_list_schedule_seed_order_vs_expensive_first():
+    # ordem do roteiro: a tarefa mais longa começa por último
+    assert search.list_schedule_makespan(FACT_TIMES, 2) == pytest.approx(1.5 + 7.0 + 11.8)
+    lpt = sorted(FACT_TIMES, reverse=True)
+    assert search.list_schedule_makespan(lpt, 2) == pytest.approx(11.8 + 4.1 + 1.5)
+    assert search.list_schedule_makespan(FACT_TIMES, 1) == pytest.approx(sum(FACT_TIMES))
+
+
+def test_list_schedule_never_beats_the_bound():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        times = rng.exponential(size=rng.integers(1, 12))
+        cores = int(rng.integers(1, 6))
+        makespan = search.list_schedule_makespan(times, cores)
+        assert makespan >= search.makespan_lower_bound(times, cores) - 1e-12
+        assert makespan <= times.sum() + 1e-12
+
+
+# ---------------------------------------------------------------- ordem
+
+
+def test_most_expensive_first():
+    assert search.most_expensive_first(SEED_GRID) == SEED_GRID[::-1]
+    grid = [(10, 50), (100, 2), (30, 5)]
+    assert search.most_expensive_first(grid) == [(10, 50), (100, 2), (30, 5)]
+    # com poucas amostras a profundidade satura em log2(amostras): as árvores mandam
+    assert search.most_expensive_first(grid, n_samples=16) == [(100, 2), (30, 5), (10, 50)]
+    with pytest.raises(ValueError, match="vazia"):
+        search.most_expensive_first([])
+
+
+# ---------------------------------------------------------------- blocos
+
+
+@pytest.mark.parametrize(("n", "k"), [(10, 3), (7, 7), (3, 10), (1, 1)])
+def test_split_trees_covers_all_trees(n, k):
+    parts = search.split_trees(n, k)
+    assert sum(size for _, size in parts) == n
+    assert [first for first, _ in parts] == list(np.cumsum([0] + [s for _, s in parts])[:-1])
+    assert max(s for _, s in parts) - min(s for _, s in parts) <= 1
+
+
+def test_plan_chunks_covers_grid_and_balances():
+    chunks = search.plan_chunks(SEED_GRID, cores=2, chunks_per_core=4)
+    for n, d in SEED_GRID:
+        mine = sorted(
+            (c.first_tree, c.n_trees) for c in chunks if (c.n_estimators, c.max_depth) == (n, d)
+        )
+        assert mine[0][0] == 0 and sum(s for _, s in mine) == n
+    assert len(chunks) > len(SEED_GRID)
+    costs = [search.estimated_cost(c.n_trees, c.max_depth) for c in chunks]
+    assert costs == sorted(costs, reverse=True)
+    # o bloco mais caro custa bem menos que a configuração mais cara inteira
+    assert max(costs) < 0.5 * search.estimated_cost(500, 30)
+
+
+def test_merged_forest_predicts_like_whole_forest(data):
+    X_train, y_train, X_test, _ = data
+    whole = RandomForestRegressor(n_estimators=12, max_depth=6, random_state=42).fit(
+        X_train, y_train
+    )
+    parts = [
+        search.fit_forest_chunk(size, 6, X_train, y_train, first_tree=first)
+        for first, size in search.split_trees(12, 3)
+    ]
+    merged = search.merge_forests(parts)
+    assert merged.n_estimators == 12 and len(merged.estimators_) == 12
+    assert merged.get_params() == whole.get_params()
+    for a, b in zip(merged.estimators_, whole.estimators_, strict=True):
+        assert a.random_state == b.random_state
+        np.testing.assert_array_equal(a.tree_.threshold, b.tree_.threshold)
+    np.testing.assert_allclose(merged.predict(X_test), whole.predict(X_test), rtol=1e-12)
+    # controle: blocos com a mesma semente repetem árvores e NÃO reproduzem a floresta inteira
+    naive = search.merge_forests(
+        [
+            RandomForestRegressor(n_estimators=4, max_depth=6, random_state=42).fit(
+                X_train, y_train
+            )
+            for _ in range(3)
+        ]
+    )
+    assert not np.allclose(naive.predict(X_test), whole.predict(X_test))
+
+
+def test_merge_forests_rejects_mismatch(data):
+    X_train, y_train, _, _ = data
+    a = search.fit_forest_chunk(2, 3, X_train, y_train)
+    b = search.fit_forest_chunk(2, 4, X_train, y_train, first_tree=2)
+    with pytest.raises(ValueError, match="max_depth"):
+        search.merge_forests([a, b])
+    with pytest.raises(ValueError, match="Nenhuma"):
+        search.merge_forests([])
+
+
+def test_combine_chunks_gives_whole_forest_mse(data):
+    X_train, y_train, X_test, y_test = data
+    grid = [(9, 4), (5, 3)]
+    chunks = search.plan_chunks(grid, cores=2, chunks_per_core=3)
+    assert len(chunks) > len(grid)
+    parts = [search.fit_chunk_and_predict(c, X_train, y_train, X_test) for c in chunks]
+    combined = {(n, d): (mse, s) for n, d, mse, s in search.combine_chunks(parts, y_test)}
+    for n, d in grid:
+        expected = search.fit_and_score(n, d, X_train, y_train, X_test, y_test)[2]
+        assert combined[(n, d)][0] == pytest.approx(expected, rel=1e-10)
+        assert combined[(n, d)][1] > 0
+    with pytest.raises(ValueError, match="árvores"):
+        search.combine_chunks(parts[1:], y_test)
+
+
+# ---------------------------------------------------------------- resultados e progresso
+
+
+def test_save_results_writes_csv(tmp_path, monkeypatch):
+    monkeypatch.setenv(search.RESULTS_DIR_ENV, str(tmp_path / "res"))
+    path = search.save_results([(10, 4, 0.5, 1.25), (20, 6, 0.25, 2.5)], "busca")
+    assert path == tmp_path / "res" / "busca.csv"
+    rows = list(csv.reader(path.open(encoding="utf-8")))
+    assert rows == [
+        list(search.RESULT_COLUMNS),
+        ["10", "4", "0.5", "1.25"],
+        ["20", "6", "0.25", "2.5"],
+    ]
+
+
+class _FakeRay(types.ModuleType):
+    """Ray de mentira: as tarefas terminam na ordem inversa do envio; uma pode falhar."""
+
+    def __init__(self, values, fail_at=None, stall=False):
+        super().__init__("ray")
+        self.values, self.fail_at, self.stall = values, fail_at, stall
+
+    def wait(self, pending, num_returns=1, timeout=None):
+        if self.stall:
+            return [], pending
+        return [pending[-1]], pending[:-1]
+
+    def get(self, ref):
+        if ref == self.fail_at:
+            raise RuntimeError("worker morreu")
+        return self.values[ref]
+
+
+def test_gather_returns_submission_order_and_saves_each_result(tmp_path, monkeypatch):
+    values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(values))
+    out = tmp_path / "r.csv"
+    assert search.gather_with_progress([0, 1, 2], csv_path=out) == values
+    rows = list(csv.reader(out.open(encoding="utf-8")))
+    assert rows[0] == list(search.RESULT_COLUMNS)
+    assert [int(r[0]) for r in rows[1:]] == [30, 20, 10]  # ordem de chegada
+
+
+def test_gather_keeps_finished_results_when_a_task_fails(tmp_path, monkeypatch):
+    values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(values, fail_at=0))
+    out = tmp_path / "r.csv"
+    with pytest.raises(RuntimeError, match="worker morreu"):
+        search.gather_with_progress([0, 1, 2], csv_path=out)
+    rows = list(csv.reader(out.open(encoding="utf-8")))
+    assert [int(r[0]) for r in rows[1:]] == [30, 20]
+
+
+def test_gather_times_out_instead_of_hanging(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay([(1, 1, 0.0, 0.0)], stall=True))
+    with pytest.raises(TimeoutError, match="Nenhuma tarefa terminou"):
+        search.gather_with_progress([0], timeout_s=0.01)
