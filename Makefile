@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint browser notebooks data data-status clean help
+.PHONY: setup lab test lint browser notebooks data data-status bench clean help
 
 help:
-	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make lint | make clean"
+	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
 $(STAMP): pyproject.toml
@@ -38,7 +38,7 @@ browser:
 	  else echo "Falta o Chromium (/usr/bin/chromium): sudo apt-get install chromium"; fi; }
 
 test: setup lint browser
-	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 $(PY) -m pytest
+	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_RERUN=1 $(PY) -m pytest
 
 # Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
 # (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke
@@ -52,6 +52,13 @@ data: setup
 
 data-status: setup
 	$(PY) -m labutils.data status
+
+# Benchmark de todas as abordagens paralelas: mede e relata, nunca falha por a máquina ser lenta.
+# Grava results/bench/relatorio.md, resultados.csv e resultados.png e imprime a tabela.
+# Ex.: make bench SCALE=smoke | make bench BENCH_ARGS="--repeats 5 --only search --synthetic-data"
+BENCH_ARGS ?= --repeats 3
+bench: setup
+	$(PY) -m labutils.bench --scale $(SCALE) $(BENCH_ARGS) --out results/bench
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

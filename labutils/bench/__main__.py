@@ -1,0 +1,61 @@
+"""``python -m labutils.bench``: roda as seções pedidas e grava o relatório."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from labutils.bench.report import Report, machine_info
+from labutils.scale import SCALES, current_scale
+
+SECTIONS = ("search", "ray", "tf")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labutils.bench", description=__doc__)
+    parser.add_argument("--scale", choices=SCALES, default=None, help="padrão: LABUTILS_SCALE")
+    parser.add_argument("--repeats", type=int, default=3, help="repetições de cada medida")
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"seções, separadas por vírgula: {SECTIONS}"
+    )
+    parser.add_argument("--out", type=Path, default=Path("results") / "bench")
+    parser.add_argument(
+        "--synthetic-data",
+        action="store_true",
+        help="sem os dados reais em data/, mede com dados SINTÉTICOS do tamanho real "
+        "(o relatório diz isso em cada linha); sem esta opção, a seção diz o que falta",
+    )
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats deve ser pelo menos 1, recebi {args.repeats}.")
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown or not only:
+        parser.error(f"seções desconhecidas: {unknown}; use algumas destas: {', '.join(SECTIONS)}")
+    scale = args.scale or current_scale()
+
+    report = Report(machine_info(scale))
+    if "search" in only:
+        from labutils.bench import search_bench
+
+        search_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
+        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
+    if "ray" in only:
+        from labutils.bench import ray_overheads
+
+        ray_overheads.run(report, args.repeats, scale)
+        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
+    if "tf" in only:
+        from labutils.bench import tf_bench
+
+        tf_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
+        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
+    paths = report.write(args.out)
+    print(report.markdown())
+    print("\n".join(f"{kind}: {path}" for kind, path in paths.items()), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Custos fixos do Ray: iniciar, agendar uma tarefa vazia, mover dados (``ray.put`` × argumento × captura)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labutils.bench.report import Measurement, Report
+from labutils.scale import pick
+from labutils.timing import Timer
+
+SECTION = "Ray: custos fixos"
+
+
+def run(report: Report, repeats: int, scale: str) -> None:
+    import ray
+
+    from labutils.raytools import init_ray
+
+    n_tasks = pick(full=2_000, smoke=200, scale=scale)
+    array_mb = pick(full=100, smoke=10, scale=scale)
+    n_readers = pick(full=8, smoke=4, scale=scale)
+
+    init_seconds = []
+    for _ in range(repeats):
+        ray.shutdown()
+        with Timer() as t:
+            init_ray(dashboard=False)
+        init_seconds.append(t.seconds)
+    report.add(Measurement(SECTION, "ray.init (local, sem dashboard)", "tempo (s)", init_seconds))
+
+    @ray.remote
+    def empty():
+        return None
+
+    ray.get([empty.remote() for _ in range(50)])  # aquece os workers
+    rates = []
+    for _ in range(repeats):
+        with Timer() as t:
+            ray.get([empty.remote() for _ in range(n_tasks)])
+        rates.append(n_tasks / t.seconds)
+    report.add(
+        Measurement(
+            SECTION,
+            f"{n_tasks} tarefas vazias",
+            "tarefas/s",
+            rates,
+            note=f"custo fixo ≈ {1000 / np.median(rates):.2f} ms por tarefa",
+            higher_is_better=True,
+        )
+    )
+
+    data = np.ones(array_mb * 1024**2 // 8)
+
+    @ray.remote
+    def total(vector):
+        return float(vector.sum())
+
+    by_arg, by_put = [], []
+    for _ in range(repeats):
+        with Timer() as t:
+            ray.get([total.remote(data) for _ in range(n_readers)])
+        by_arg.append(t.seconds)
+        with Timer() as t:
+            ref = ray.put(data)
+            ray.get([total.remote(ref) for _ in range(n_readers)])
+        by_put.append(t.seconds)
+        del ref
+    what = f"{n_readers} tarefas lendo {array_mb} MB"
+    base = Measurement(SECTION, f"{what}: array em cada chamada", "tempo (s)", by_arg)
+    report.add(base)
+    report.add(
+        Measurement(
+            SECTION,
+            f"{what}: ray.put uma vez",
+            "tempo (s)",
+            by_put,
+            speedup=base.median / float(np.median(by_put)),
+            note="speedup sobre passar o array em cada chamada",
+        )
+    )
+
+    # Dados de treino lidos de fora da função, como no roteiro (a definição da função leva a
+    # cópia), contra uma cópia só no armazém de objetos. Função nova a cada repetição: sessão nova.
+    captured_mb = pick(full=20, smoke=5, scale=scale)
+    block = np.ones(captured_mb * 1024**2 // 8)
+    by_capture, by_put_block = [], []
+    for _ in range(repeats):
+
+        @ray.remote
+        def total_captured():
+            return float(block.sum())
+
+        with Timer() as t:
+            ray.get([total_captured.remote() for _ in range(n_readers)])
+        by_capture.append(t.seconds)
+        with Timer() as t:
+            ref = ray.put(block)
+            ray.get([total.remote(ref) for _ in range(n_readers)])
+        by_put_block.append(t.seconds)
+        del ref
+    what = f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino"
+    base = Measurement(
+        SECTION, f"{what}: capturados pela função (roteiro)", "tempo (s)", by_capture
+    )
+    report.add(base)
+    report.add(
+        Measurement(
+            SECTION,
+            f"{what}: ray.put uma vez",
+            "tempo (s)",
+            by_put_block,
+            speedup=base.median / float(np.median(by_put_block)),
+            note="speedup sobre capturar os dados na definição da função",
+        )
+    )
+    ray.shutdown()

@@ -1,0 +1,201 @@
+"""Registro das medidas e relatório (Markdown, CSV e figura) com a descrição da máquina."""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+
+@dataclass
+class Measurement:
+    """Uma linha do relatório: várias repetições de uma medida."""
+
+    section: str
+    approach: str
+    metric: str
+    values: list[float]
+    #: speedup sobre a linha de base da seção (mediana), se fizer sentido
+    speedup: float | None = None
+    #: maior speedup que a máquina permite para este trabalho (núcleos × tarefas medidas)
+    bound: float | None = None
+    note: str = ""
+    higher_is_better: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError(f"{self.section}/{self.approach}: nenhuma repetição medida.")
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return min(self.values), max(self.values)
+
+    @property
+    def of_bound(self) -> float | None:
+        if self.speedup is None or not self.bound:
+            return None
+        return self.speedup / self.bound
+
+
+@dataclass
+class Skipped:
+    """Uma medida que não pôde ser feita, e por quê (ex.: dados ausentes). Nunca um número falso."""
+
+    section: str
+    approach: str
+    reason: str
+
+
+@dataclass
+class Report:
+    machine: dict[str, str]
+    rows: list[Measurement] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def add(self, row: Measurement) -> Measurement:
+        self.rows.append(row)
+        return row
+
+    def skip(self, section: str, approach: str, reason: str) -> Skipped:
+        """Registra uma medida não feita; ela aparece no relatório com o motivo."""
+        item = Skipped(section, approach, reason)
+        self.skipped.append(item)
+        return item
+
+    def markdown(self) -> str:
+        lines = ["# Benchmark do laboratório", "", "## Máquina", ""]
+        lines += [f"- **{k}**: {v}" for k, v in self.machine.items()]
+        lines += ["", "## Resultados", ""]
+        lines.append(
+            "| seção | abordagem | métrica | mediana | mín – máx | n | speedup | limite | % do limite | nota |"
+        )
+        lines.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        for r in self.rows:
+            low, high = r.spread
+            lines.append(
+                f"| {r.section} | {r.approach} | {r.metric} | {_fmt(r.median)} | "
+                f"{_fmt(low)} – {_fmt(high)} | {len(r.values)} | {_fmt(r.speedup, 'x')} | "
+                f"{_fmt(r.bound, 'x')} | {_pct(r.of_bound)} | {r.note} |"
+            )
+        if self.skipped:
+            lines += ["", "## Não medido", ""]
+            for item in self.skipped:
+                reason = " ".join(item.reason.split())
+                lines.append(f"- **{item.section} / {item.approach}**: {reason}")
+        return "\n".join(lines) + "\n"
+
+    def write(self, out_dir: Path) -> dict[str, Path]:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "markdown": out_dir / "relatorio.md",
+            "csv": out_dir / "resultados.csv",
+            "figure": out_dir / "resultados.png",
+        }
+        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
+        with paths["csv"].open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(
+                ["secao", "abordagem", "metrica", "mediana", "minimo", "maximo", "n",
+                 "speedup", "limite", "fracao_do_limite", "valores", "nota"]
+            )  # fmt: skip
+            for r in self.rows:
+                low, high = r.spread
+                writer.writerow(
+                    [r.section, r.approach, r.metric, r.median, low, high, len(r.values),
+                     r.speedup, r.bound, r.of_bound, " ".join(f"{v:.6g}" for v in r.values), r.note]
+                )  # fmt: skip
+            for item in self.skipped:  # linha sem números: o motivo vai na nota
+                writer.writerow(
+                    [item.section, item.approach, "não medido", "", "", "", 0, "", "", "", "",
+                     " ".join(item.reason.split())]
+                )  # fmt: skip
+        self.figure(paths["figure"])
+        return paths
+
+    def figure(self, path: Path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        groups: dict[tuple[str, str], list[Measurement]] = {}
+        if not self.rows:  # nada medido: uma figura que diz isso, em vez de um erro
+            fig, ax = plt.subplots(figsize=(6, 1.5))
+            ax.axis("off")
+            ax.text(0.5, 0.5, "nenhuma medida (veja 'Não medido' no relatório)", ha="center")
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            return
+        for r in self.rows:
+            groups.setdefault((r.section, r.metric), []).append(r)
+        fig, axes = plt.subplots(
+            len(groups), 1, figsize=(9, 2.2 + 0.45 * len(self.rows)), squeeze=False
+        )
+        for ax, ((section, metric), rows) in zip(axes[:, 0], groups.items(), strict=True):
+            names = [r.approach for r in rows]
+            med = [r.median for r in rows]
+            err = [[m - r.spread[0] for m, r in zip(med, rows, strict=True)],
+                   [r.spread[1] - m for m, r in zip(med, rows, strict=True)]]  # fmt: skip
+            ax.barh(names, med, xerr=err, color="tab:blue", ec="k", capsize=3)
+            ax.invert_yaxis()
+            ax.set_title(section)
+            ax.set_xlabel(metric + "  (barra = mediana, traço = mín – máx)")
+            ax.grid(True, axis="x", linestyle=":")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+
+
+def _fmt(value: float | None, suffix: str = "") -> str:
+    if value is None:
+        return "–"
+    if abs(value) >= 100:
+        return f"{value:,.0f}{suffix}".replace(",", " ")
+    return f"{value:.3g}{suffix}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def machine_info(scale: str) -> dict[str, str]:
+    """Núcleos, memória, GPU e versões: registrados junto de cada resultado."""
+    import psutil
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    gpus = "nenhuma"
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout.strip()
+            gpus = "; ".join(out.splitlines()) or "nenhuma"
+        except (OSError, subprocess.TimeoutExpired):
+            gpus = "nvidia-smi não respondeu"
+    info = {
+        "data": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "processador": platform.processor() or platform.machine(),
+        "núcleos disponíveis": str(cores),
+        "memória": f"{psutil.virtual_memory().total / 1024**3:.1f} GiB",
+        "GPU": gpus,
+        "carga média (1 min) no início": f"{os.getloadavg()[0]:.2f}",
+        "escala": scale,
+        "Python": platform.python_version(),
+    }
+    for pkg in ("ray", "tensorflow", "scikit-learn"):
+        try:
+            info[pkg] = version(pkg)
+        except PackageNotFoundError:
+            info[pkg] = "ausente"
+    return info

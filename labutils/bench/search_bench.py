@@ -1,0 +1,311 @@
+"""Seção 1 do benchmark: a busca de hiperparâmetros da lição 02, abordagem por abordagem.
+
+Em cada repetição, na mesma execução e intercaladas (para que uma variação de carga da máquina
+atinja todas por igual): o laço sequencial, a versão Ray do roteiro (ordem da grade, dados
+capturados pela função), a versão Ray com as mais caras primeiro, a versão em blocos de árvores e
+o ``n_jobs=-1`` do scikit-learn. O aquecimento dos workers do Ray fica fora das medidas.
+
+O limite de cada abordagem vem dos tempos das tarefas medidos no laço e dos núcleos:
+nenhuma ordem de envio termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``
+(:func:`labutils.search.speedup_bound`). A nota de cada linha traz também o speedup que a própria
+fila preveria naquela ordem (:func:`labutils.search.list_schedule_makespan`), o que separa o
+que é culpa da ordem do que é custo do Ray ou da máquina.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labutils.bench.report import Measurement, Report
+from labutils.scale import pick, sizes
+from labutils.search import (
+    Chunk,
+    combine_chunks,
+    fit_and_score,
+    fit_chunk_and_predict,
+    list_schedule_makespan,
+    most_expensive_first,
+    plan_chunks,
+    speedup_bound,
+    validate_grid,
+)
+from labutils.timing import Timer
+
+SECTION = "Busca de hiperparâmetros"
+#: tamanho do California Housing real (linhas)
+HOUSING_ROWS = 20_640
+APPROACHES = (
+    "laço sequencial",
+    "Ray, roteiro (ordem da grade, dados capturados)",
+    "Ray, mais caras primeiro (ray.put)",
+    "Ray, blocos de árvores (ray.put)",
+    "scikit-learn n_jobs=-1",
+)
+
+
+def chunks_per_core(scale: str) -> int:
+    """Blocos por núcleo: mais blocos = fila mais equilibrada, mas mais tarefas (custo fixo)."""
+    return pick(full=8, smoke=2, scale=scale)
+
+
+# ---------------------------------------------------------------- dados
+
+
+def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str]:
+    """``((X_train, y_train, X_test, y_test), descrição da fonte)``, como na lição 02.
+
+    Na escala ``full`` usa o California Housing real de ``data/`` (sem baixar nada). Se ele não
+    estiver lá, só com ``synthetic=True`` gera um arquivo SINTÉTICO com o tamanho real
+    (20 640 linhas) numa pasta temporária — e a fonte diz isso; sem a opção, levanta o erro.
+    """
+    from sklearn.model_selection import train_test_split
+
+    from labutils.data import DatasetUnavailableError, load_california_housing
+
+    try:
+        bunch = load_california_housing(scale, download=False)
+        source = bunch.source
+        if getattr(bunch, "is_fixture", False):
+            source += f", {len(bunch.target)} linhas"
+    except DatasetUnavailableError as err:
+        if not synthetic:
+            raise DatasetUnavailableError(
+                f"{err}\nOu meça com dados sintéticos do mesmo tamanho, dito no relatório: "
+                "python -m labutils.bench --synthetic-data"
+            ) from None
+        from sklearn.datasets import fetch_california_housing
+
+        from labutils.data import make_housing_fixture
+
+        home = Path(tempfile.mkdtemp(prefix="labutils-bench-housing-"))
+        make_housing_fixture(home, n_samples=HOUSING_ROWS)
+        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+        source = (
+            f"dados SINTÉTICOS do tamanho do California Housing ({HOUSING_ROWS} linhas; "
+            "o real não está em data/)"
+        )
+    X_train, X_test, y_train, y_test = train_test_split(
+        bunch.data, bunch.target, test_size=0.2, random_state=42
+    )
+    return (X_train, y_train, X_test, y_test), source
+
+
+# ---------------------------------------------------------------- as abordagens
+
+
+def run_loop(grid, data, n_jobs=None) -> list[tuple[int, int, float, float]]:
+    X_train, y_train, X_test, y_test = data
+    return [fit_and_score(n, d, X_train, y_train, X_test, y_test, n_jobs=n_jobs) for n, d in grid]
+
+
+def run_seed_ray(grid, data) -> list[tuple[int, int, float, float]]:
+    """Como no roteiro: a função remota lê os dados de fora dela e as tarefas vão na ordem da grade.
+
+    A função é definida a cada chamada, como numa sessão nova do roteiro: os dados capturados
+    viajam junto com a definição da função (exportada uma vez por worker).
+    """
+    import ray
+
+    X_train, y_train, X_test, y_test = data
+
+    @ray.remote
+    def treino_random_forest(n_estimators, max_depth):
+        return fit_and_score(n_estimators, max_depth, X_train, y_train, X_test, y_test)
+
+    return ray.get([treino_random_forest.remote(n, d) for n, d in grid])
+
+
+def _remote_fns():
+    import ray
+
+    @ray.remote
+    def fit_config(n_estimators, max_depth, data):
+        X_train, y_train, X_test, y_test = data
+        return fit_and_score(n_estimators, max_depth, X_train, y_train, X_test, y_test)
+
+    @ray.remote
+    def fit_chunk(chunk, data):
+        X_train, y_train, X_test, _ = data
+        return fit_chunk_and_predict(chunk, X_train, y_train, X_test)
+
+    return fit_config, fit_chunk
+
+
+def run_expensive_first(grid, data, fit_config, n_samples) -> list[tuple[int, int, float, float]]:
+    import ray
+
+    data_ref = ray.put(data)
+    return ray.get(
+        [fit_config.remote(n, d, data_ref) for n, d in most_expensive_first(grid, n_samples)]
+    )
+
+
+def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
+    import ray
+
+    data_ref = ray.put(data)
+    parts = ray.get([fit_chunk.remote(c, data_ref) for c in chunks])
+    return combine_chunks(parts, data[3])
+
+
+def _warm_up(cores: int) -> float:
+    """Sobe um worker por núcleo, com o scikit-learn importado (fora das medidas)."""
+    import ray
+
+    @ray.remote
+    def warm():
+        import sklearn.ensemble  # noqa: F401
+
+        time.sleep(0.3)  # segura este worker para que a próxima tarefa vá para outro
+        return os.getpid()
+
+    with Timer() as t:
+        ray.get([warm.remote() for _ in range(2 * cores)])
+    return t.seconds
+
+
+def _check_same_mse(name: str, got, expected) -> None:
+    by_cfg = {(n, d): mse for n, d, mse, _ in got}
+    want = {(n, d): mse for n, d, mse, _ in expected}
+    if by_cfg.keys() != want.keys() or not np.allclose(
+        [by_cfg[k] for k in want], list(want.values())
+    ):
+        raise RuntimeError(
+            f"{name}: os erros (MSE) diferem do laço sequencial; a medida de tempo não valeria nada."
+        )
+
+
+# ---------------------------------------------------------------- a seção
+
+
+def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
+    """Mede as cinco abordagens ``repeats`` vezes e acrescenta uma linha por abordagem."""
+    import joblib
+    import ray
+
+    from labutils.data import DatasetUnavailableError
+    from labutils.raytools import init_ray
+
+    grid = validate_grid(sizes(scale).grid)
+    try:
+        data, source = load_data(scale, synthetic)
+    except DatasetUnavailableError as err:  # nada é medido, e o relatório diz o que falta
+        for name in APPROACHES:
+            report.skip(SECTION, name, f"DatasetUnavailableError: {err}")
+        return
+    n_samples = len(data[0])
+    fit_and_score(5, 3, *data[:2], *data[2:])  # importa e aquece o scikit-learn (fora das medidas)
+
+    ray.shutdown()
+    init_ray(dashboard=False)
+    try:
+        cores = int(ray.cluster_resources().get("CPU", 1))
+        local_cores = joblib.cpu_count()
+        warm_s = _warm_up(cores)
+        fit_config, fit_chunk = _remote_fns()
+        chunks = plan_chunks(grid, cores, chunks_per_core(scale), n_samples=n_samples)
+        tiny = ray.put(data)  # exporta as funções remotas aos workers (fora das medidas)
+        ray.get([fit_config.remote(2, 2, tiny), fit_chunk.remote(Chunk(2, 2, 0, 2), tiny)])
+        del tiny
+
+        totals: dict[str, list[float]] = {name: [] for name in APPROACHES}
+        task_s: dict[str, list[float]] = {name: [] for name in APPROACHES}
+        loop_by_cfg: dict[tuple[int, int], list[float]] = {cfg: [] for cfg in grid}
+        for _ in range(repeats):
+            with Timer() as t:
+                loop = run_loop(grid, data)
+            totals[APPROACHES[0]].append(t.seconds)
+            for n, d, _, s in loop:
+                loop_by_cfg[(n, d)].append(s)
+            steps = (
+                (APPROACHES[1], lambda: run_seed_ray(grid, data)),
+                (APPROACHES[2], lambda: run_expensive_first(grid, data, fit_config, n_samples)),
+                (APPROACHES[3], lambda: run_chunks(chunks, data, fit_chunk)),
+                (APPROACHES[4], lambda: run_loop(grid, data, n_jobs=-1)),
+            )
+            for name, step in steps:
+                with Timer() as t:
+                    got = step()
+                totals[name].append(t.seconds)
+                task_s[name].append(sum(r[3] for r in got))
+                _check_same_mse(name, got, loop)
+    finally:
+        ray.shutdown()
+
+    _add_rows(report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_cores, n_samples)
+    first = report.rows[-len(APPROACHES)]
+    first.note = (
+        f"linha de base; {len(grid)} configurações, {n_samples} linhas de treino: {source}; "
+        f"Ray com {cores} CPU(s), aquecimento {warm_s:.1f} s fora das medidas"
+    )
+
+
+def longest_position(times: list[float]) -> str:
+    """Onde a tarefa mais longa fica na fila, em palavras ("por último", "em 3º de 5")."""
+    pos = int(np.argmax(times))
+    return "por último" if pos == len(times) - 1 else f"em {pos + 1}º de {len(times)}"
+
+
+def _predicted(times: list[float], cores: int) -> float:
+    return sum(times) / list_schedule_makespan(times, cores)
+
+
+def _add_rows(report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_cores, n_samples):
+    cfg_s = {cfg: statistics.median(v) for cfg, v in loop_by_cfg.items()}
+    work = sum(cfg_s.values())
+    cfg_times = [cfg_s[cfg] for cfg in grid]
+    bound_cfg = speedup_bound(cfg_times, cores)
+    chunk_times = [
+        cfg_s[(c.n_estimators, c.max_depth)] * c.n_trees / c.n_estimators for c in chunks
+    ]
+    bound_chunks = speedup_bound(chunk_times, cores)
+    tree_times = [cfg_s[(n, d)] / n for n, d in grid for _ in range(n)]
+    bound_trees = speedup_bound(tree_times, local_cores)
+    base = statistics.median(totals[APPROACHES[0]])
+    longest = max(cfg_times)
+
+    def slowdown(name: str) -> float:
+        return statistics.median(task_s[name]) / work
+
+    fifo = _predicted(cfg_times, cores)
+    place = longest_position(cfg_times)
+    lpt = _predicted([cfg_s[cfg] for cfg in most_expensive_first(grid, n_samples)], cores)
+    rows = [
+        (APPROACHES[0], None, ""),
+        (
+            APPROACHES[1],
+            bound_cfg,
+            f"ordem da grade: a tarefa mais longa ({longest:.2f} s) sai {place}; a própria fila "
+            f"prevê {fifo:.2f}x ({100 * fifo / bound_cfg:.0f}% do limite); "
+            f"tarefas {slowdown(APPROACHES[1]):.2f}x mais lentas que no laço",
+        ),
+        (
+            APPROACHES[2],
+            bound_cfg,
+            f"fila prevê {lpt:.2f}x; limite = trabalho {work:.2f} s / max(mais longa {longest:.2f} s, "
+            f"trabalho/{cores}); tarefas {slowdown(APPROACHES[2]):.2f}x mais lentas que no laço",
+        ),
+        (
+            APPROACHES[3],
+            bound_chunks,
+            f"{len(chunks)} blocos ({len(chunks) / cores:.0f} por núcleo); fila prevê "
+            f"{_predicted(chunk_times, cores):.2f}x; tarefas {slowdown(APPROACHES[3]):.2f}x mais "
+            "lentas que no laço",
+        ),
+        (
+            APPROACHES[4],
+            bound_trees,
+            f"threads em {local_cores} núcleo(s); limite com a árvore como unidade de trabalho",
+        ),
+    ]
+    for name, bound, note in rows:
+        values = totals[name]
+        speedup = base / statistics.median(values)
+        report.add(Measurement(SECTION, name, "tempo (s)", values, speedup, bound, note))

@@ -1,0 +1,177 @@
+"""Benchmark (``python -m labutils.bench``): o relatório e uma execução rápida de ponta a ponta.
+
+Não testa a velocidade da máquina: testa que o relatório sai com todas as linhas, que as contas
+(mediana, dispersão, fração do limite) estão certas e que nenhuma abordagem aparece mais rápida
+que o limite que a própria máquina permite (o que denunciaria um limite ou uma medida errados).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labutils.bench import search_bench, tf_bench
+from labutils.bench.report import Measurement, Report, machine_info
+
+ROOT = Path(__file__).resolve().parents[1]
+#: quanto uma medida pode passar do limite por ruído. Na escala smoke há UMA repetição de tarefas de
+#: ~0,1 s numa máquina de 2 núcleos dividida: o próprio laço varia ±15% entre execuções (0,25–0,33 s
+#: medidos) e um speedup é a razão de duas medidas assim; 10% falhou por ruído (117% do limite).
+#: Um erro de verdade no limite (ex.: 1 núcleo em vez de 2, limite 1x) passa de 70%.
+NOISE = 0.35
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+# ---------------------------------------------------------------- o relatório
+
+
+def test_measurement_statistics():
+    m = Measurement("s", "a", "tempo (s)", [3.0, 1.0, 2.0, 10.0], speedup=1.5, bound=2.0)
+    assert m.median == 2.5
+    assert m.spread == (1.0, 10.0)
+    assert m.of_bound == pytest.approx(0.75)
+    assert Measurement("s", "b", "tempo (s)", [1.0]).of_bound is None
+    with pytest.raises(ValueError, match="nenhuma repetição"):
+        Measurement("s", "c", "tempo (s)", [])
+
+
+def test_report_markdown_csv_and_figure(tmp_path):
+    report = Report(machine_info("smoke"))
+    report.add(Measurement("Busca", "laço", "tempo (s)", [4.0, 5.0, 6.0], note="base"))
+    report.add(Measurement("Busca", "Ray", "tempo (s)", [2.5, 3.0], speedup=1.8, bound=2.0))
+    report.add(Measurement("TF", "fit", "imagens/s", [500.0], higher_is_better=True))
+    report.skip("TF", "multi-worker", "faltam\n os dados")
+    paths = report.write(tmp_path)
+
+    text = paths["markdown"].read_text(encoding="utf-8")
+    for needle in ("| Busca | laço |", "| Busca | Ray |", "| TF | fit |", "90%", "1.8x"):
+        assert needle in text
+    assert "**TF / multi-worker**: faltam os dados" in text
+    for key in ("núcleos disponíveis", "memória", "GPU", "carga média (1 min) no início"):
+        assert f"**{key}**" in text
+
+    rows = _rows(paths["csv"])
+    assert [r["abordagem"] for r in rows] == ["laço", "Ray", "fit", "multi-worker"]
+    assert float(rows[0]["mediana"]) == 5.0
+    assert (float(rows[0]["minimo"]), float(rows[0]["maximo"])) == (4.0, 6.0)
+    assert float(rows[1]["fracao_do_limite"]) == pytest.approx(0.9)
+    assert rows[1]["valores"].split() == ["2.5", "3"]
+    assert rows[3]["metrica"] == "não medido" and rows[3]["nota"] == "faltam os dados"
+    assert paths["figure"].stat().st_size > 1000
+
+
+def test_tf_rows_missing_are_reported_not_faked():
+    report = Report({})
+    local = {
+        "meta": {"device_kind": "cpu", "replicas": 2, "images": 8, "source": "mock"},
+        "results": {k: [10.0] for k in ("pipe_plain", "pipe_cached", "fit_plain", "fit_central")},
+        "errors": {},
+    }
+    local["results"]["fit_mirrored"] = [5.0]
+    tf_bench._add_rows(report, local, {"error": "passou do limite de 9 s"})
+    mirrored = next(r for r in report.rows if r.approach == "MirroredStrategy")
+    assert mirrored.speedup == pytest.approx(0.5) and mirrored.bound == 1.0
+    assert [s.approach for s in report.skipped] == [
+        "MultiWorkerMirrored, 1 worker",
+        "MultiWorkerMirrored, 2 workers",
+    ]
+    assert all("passou do limite" in s.reason for s in report.skipped)
+
+
+# ---------------------------------------------------------------- dados ausentes: mensagem, não número
+
+
+def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
+    from labutils.data import DatasetUnavailableError
+
+    with pytest.raises(DatasetUnavailableError, match="--synthetic-data"):
+        search_bench.load_data("full")
+    report = Report({})
+    search_bench.run(report, 1, "full")  # sem dados: nenhuma linha medida, nenhum Ray iniciado
+    assert not report.rows
+    assert [s.approach for s in report.skipped] == list(search_bench.APPROACHES)
+    assert all("California Housing" in s.reason for s in report.skipped)
+    data, source = search_bench.load_data("full", synthetic=True)
+    assert len(data[0]) + len(data[2]) == search_bench.HOUSING_ROWS
+    assert "SINTÉTICOS" in source
+
+    report = Report({})
+    tf_bench.run(report, 1, "full")  # um processo só: falha rápido, sem iniciar o Ray
+    assert not report.rows
+    assert len(report.skipped) == len(tf_bench.ROWS)
+    assert all("CIFAR-100" in s.reason for s in report.skipped)
+
+
+# ---------------------------------------------------------------- de ponta a ponta, escala smoke
+
+
+@pytest.fixture(scope="module")
+def smoke_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    env = {**os.environ, "LABUTILS_SCALE": "smoke"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labutils.bench",
+            "--scale",
+            "smoke",
+            "--repeats",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc.stdout
+
+
+@pytest.mark.slow
+def test_smoke_run_has_every_row(smoke_report):
+    out, stdout = smoke_report
+    rows = _rows(out / "resultados.csv")
+    measured = {(r["secao"], r["abordagem"]) for r in rows if r["metrica"] != "não medido"}
+    skipped = {
+        (r["secao"], r["abordagem"]): r["nota"] for r in rows if r["metrica"] == "não medido"
+    }
+    assert not skipped, f"linhas não medidas: {skipped}"
+    for approach in search_bench.APPROACHES:
+        assert (search_bench.SECTION, approach) in measured
+    for section, approach in tf_bench.ROWS.values():
+        assert (section, approach) in measured
+    assert sum(r["secao"] == "Ray: custos fixos" for r in rows) == 6
+    assert "## Máquina" in stdout and "| seção | abordagem |" in stdout  # a tabela é impressa
+    assert (out / "relatorio.md").read_text(encoding="utf-8").count("\n| ") == len(rows) + 2
+    assert (out / "resultados.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_smoke_run_bounds_are_consistent(smoke_report):
+    out, _ = smoke_report
+    rows = [r for r in _rows(out / "resultados.csv") if r["limite"]]
+    search = [r for r in rows if r["secao"] == search_bench.SECTION]
+    assert len(search) == len(search_bench.APPROACHES) - 1  # todas menos a linha de base
+    cores = float(machine_info("smoke")["núcleos disponíveis"])
+    for r in rows:
+        speedup, bound = float(r["speedup"]), float(r["limite"])
+        if r in search:  # um limite de speedup nunca passa do número de núcleos
+            assert 1.0 <= bound <= cores + 1e-9, f"{r['abordagem']}: limite {bound}"
+        # o TF mede épocas de menos de um segundo na escala smoke: mais ruído permitido
+        noise = NOISE if r in search else 0.5
+        assert speedup <= bound * (1 + noise), f"{r['abordagem']}: {speedup} > limite {bound}"
+        assert float(r["fracao_do_limite"]) == pytest.approx(speedup / bound)
