@@ -11,6 +11,22 @@ from labutils.timing import Timer
 SECTION = "Ray: custos fixos"
 
 
+def _add_pair(report: Report, what: str, base: tuple, other: tuple, note: str) -> None:
+    """Duas formas de fazer o mesmo trabalho: a segunda com speedup sobre a primeira."""
+    (base_label, base_values), (other_label, other_values) = base, other
+    first = report.add(Measurement(SECTION, f"{what}: {base_label}", "tempo (s)", base_values))
+    report.add(
+        Measurement(
+            SECTION,
+            f"{what}: {other_label}",
+            "tempo (s)",
+            other_values,
+            speedup=first.median / float(np.median(other_values)),
+            note=note,
+        )
+    )
+
+
 def run(report: Report, repeats: int, scale: str) -> None:
     import ray
 
@@ -65,18 +81,12 @@ def run(report: Report, repeats: int, scale: str) -> None:
             ray.get([total.remote(ref) for _ in range(n_readers)])
         by_put.append(t.seconds)
         del ref
-    what = f"{n_readers} tarefas lendo {array_mb} MB"
-    base = Measurement(SECTION, f"{what}: array em cada chamada", "tempo (s)", by_arg)
-    report.add(base)
-    report.add(
-        Measurement(
-            SECTION,
-            f"{what}: ray.put uma vez",
-            "tempo (s)",
-            by_put,
-            speedup=base.median / float(np.median(by_put)),
-            note="speedup sobre passar o array em cada chamada",
-        )
+    _add_pair(
+        report,
+        f"{n_readers} tarefas lendo {array_mb} MB",
+        ("array em cada chamada", by_arg),
+        ("ray.put uma vez", by_put),
+        note="speedup sobre passar o array em cada chamada",
     )
 
     # Dados de treino lidos de fora da função, como no roteiro (a definição da função leva a
@@ -98,19 +108,11 @@ def run(report: Report, repeats: int, scale: str) -> None:
             ray.get([total.remote(ref) for _ in range(n_readers)])
         by_put_block.append(t.seconds)
         del ref
-    what = f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino"
-    base = Measurement(
-        SECTION, f"{what}: capturados pela função (roteiro)", "tempo (s)", by_capture
-    )
-    report.add(base)
-    report.add(
-        Measurement(
-            SECTION,
-            f"{what}: ray.put uma vez",
-            "tempo (s)",
-            by_put_block,
-            speedup=base.median / float(np.median(by_put_block)),
-            note="speedup sobre capturar os dados na definição da função",
-        )
+    _add_pair(
+        report,
+        f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino",
+        ("capturados pela função (roteiro)", by_capture),
+        ("ray.put uma vez", by_put_block),
+        note="speedup sobre capturar os dados na definição da função",
     )
     ray.shutdown()
