@@ -56,7 +56,10 @@ def check_global_batch(global_batch_size: Any) -> None:
     """Confere a função ``global_batch_size(batch_per_worker, num_workers)``."""
     _unfinished(global_batch_size, "global_batch_size")
     if not callable(global_batch_size):
-        raise CheckFailed("global_batch_size deve ser uma função (batch_per_worker, num_workers).")
+        raise CheckFailed(
+            "global_batch_size deve ser uma função (batch_per_worker, num_workers), "
+            f"recebi {global_batch_size!r}."
+        )
     for per_worker, workers in ((64, 2), (32, 3), (16, 1)):
         got = global_batch_size(per_worker, workers)
         _unfinished(got, "global_batch_size")
@@ -142,6 +145,20 @@ def check_result(
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
     _unfinished(accuracy, "a avaliação")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+        raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
+    try:
+        accuracy = float(accuracy)
+    except (TypeError, ValueError):
+        raise CheckFailed(
+            f"A acurácia deve ser um número entre 0 e 1, recebi {accuracy!r}: use o 2º valor de "
+            "model.evaluate(...), que devolve [perda, acurácia]."
+        ) from None
+    if not 0.0 <= accuracy <= 1.0:
+        raise CheckFailed(
+            f"A acurácia deve estar entre 0 e 1, recebi {accuracy!r}: é a perda no lugar dela? "
+            "model.evaluate(...) devolve [perda, acurácia]."
+        )
     chance = 1.0 / num_classes
     if is_mock:
         print(

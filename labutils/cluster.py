@@ -63,6 +63,8 @@ def free_port(host: str = LOCALHOST) -> int:
 
 def free_ports(count: int, avoid: set[int] | None = None) -> list[int]:
     """``count`` portas livres e distintas (os sockets ficam abertos até escolher todas)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count deve ser um inteiro >= 1, recebi {count!r}.")
     avoid = set(avoid or ())
     socks: list[socket.socket] = []
     ports: list[int] = []
@@ -83,6 +85,7 @@ def free_ports(count: int, avoid: set[int] | None = None) -> list[int]:
 
 def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
     """``True`` se alguém já escuta nessa porta (não conseguimos ocupá-la)."""
+    _check_port(port, "port_in_use")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, int(port)))
@@ -91,9 +94,13 @@ def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
     return False
 
 
+def _check_port(port: object, what: str) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ClusterError(f"Porta inválida para {what}: {port!r} (use um inteiro de 1 a 65535).")
+
+
 def _require_free_port(port: int, what: str) -> None:
-    if not 0 < int(port) < 65536:
-        raise ClusterError(f"Porta inválida para {what}: {port!r} (use 1–65535).")
+    _check_port(port, what)
     if port_in_use(port):
         raise ClusterError(
             f"A porta {port} ({what}) já está em uso nesta máquina: outro Ray ou outro programa "
@@ -181,6 +188,9 @@ def wait_for_nodes(count: int, timeout: float = 30) -> int:
     """Espera (no driver já conectado) até o cluster ter ``count`` nós vivos; devolve quantos."""
     import ray
 
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count deve ser um inteiro >= 1 (nós), recebi {count!r}.")
+
     deadline = time.monotonic() + timeout
     while True:
         alive = sum(1 for node in ray.nodes() if node.get("Alive"))
@@ -256,6 +266,13 @@ def head_command(
     extra: list[str] | None = None,
 ) -> list[str]:
     """Monta o comando ``ray start --head ...`` (sem executá-lo)."""
+    _check_port(port, "a cabeça (--port)")
+    if dashboard:
+        _check_port(dashboard_port, "o painel (--dashboard-port)")
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 0
+    ):
+        raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
     if node_ip_address:
         cmd.append(f"--node-ip-address={node_ip_address}")

@@ -168,6 +168,8 @@ print("DOCTOR_JSON=" + json.dumps(out))
 
 def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
+    if not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     try:
         proc = subprocess.run(
@@ -261,6 +263,8 @@ def check_ray() -> Row:
 
 def port_free(port: int, host: str = "0.0.0.0") -> bool:
     """``True`` se dá para abrir um servidor em ``host:port`` (o mesmo teste que o Ray faz)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"Porta inválida: {port!r} (use um inteiro de 1 a 65535).")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -396,6 +400,8 @@ def check_hosts(
 
 
 def check_cpus(count: int | None = None) -> Row:
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise ValueError(f"count deve ser um inteiro >= 1 (núcleos), recebi {count!r}.")
     count = count if count is not None else (os.cpu_count() or 1)
     if count >= 2:
         return Row(OK, "CPUs", f"{count} núcleos")

@@ -6,6 +6,7 @@
   (falha na hora, em vez de esperar para sempre por recursos que não existem);
 - :func:`describe_worker` / :func:`read_workers` / :func:`workers_table`: o ``TF_CONFIG`` e o nó
   de cada worker, gravados no checkpoint e mostrados como tabela;
+- :func:`resume` / :func:`checkpoint_epoch`: retomar o treino do último checkpoint após uma falha;
 - :func:`run_trainer`: ``trainer.fit()`` com limite de tempo e TODOs do aluno traduzidos;
 - :func:`launch_by_hand`: o mesmo treino em N processos locais com ``TF_CONFIG``, sem Ray.
 """
@@ -87,6 +88,10 @@ class WorkerPlan:
     use_gpu: bool
     resources_per_worker: dict[str, float]
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: quantos workers desses o cluster comporta ao todo
+    capacity: int = 0
+    #: se um nó qualquer cair, os ``num_workers`` ainda cabem nos nós que sobram?
+    survives_node_loss: bool = False
 
 
 def _alive_nodes() -> list[dict[str, Any]]:
@@ -130,8 +135,12 @@ def plan_workers(
 
     if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
         raise ValueError(f"num_workers deve ser um inteiro ≥ 1, recebi {num_workers!r}.")
+    if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, int | float):
+        raise ValueError(f"cpus_per_worker deve ser um número, recebi {cpus_per_worker!r}.")
     if not cpus_per_worker > 0:
         raise ValueError(f"cpus_per_worker deve ser positivo, recebi {cpus_per_worker!r}.")
+    if not isinstance(wait_s, int | float) or wait_s < 0:
+        raise ValueError(f"wait_s deve ser um número de segundos >= 0, recebi {wait_s!r}.")
     if not ray.is_initialized():
         raise RuntimeError("O Ray não está iniciado: rode antes a célula com init_ray(...).")
     nodes = _alive_nodes()
@@ -163,7 +172,10 @@ def plan_workers(
                 "outros trabalhos terminarem (veja o dashboard) e tente de novo."
             )
         time.sleep(0.5)
-    return WorkerPlan(num_workers, bool(use_gpu), need, nodes)
+    # para recomeçar depois da queda de um nó, os workers têm de caber sem o nó mais forte
+    without_biggest = sorted(nodes, key=lambda n: _fits([n], need))[:-1]
+    survives = _fits(without_biggest, need) >= num_workers
+    return WorkerPlan(num_workers, bool(use_gpu), need, nodes, fits, survives)
 
 
 # ---------------------------------------------------------------- o que cada worker viu
@@ -211,6 +223,42 @@ def write_worker(directory: str | os.PathLike, info: dict[str, Any]) -> Path:
     return path
 
 
+def checkpoint_epoch(directory: str | os.PathLike) -> int:
+    """A última época completa gravada num checkpoint (o ``epoch`` do ``worker_0.json``).
+
+    Ao retomar depois de uma falha, o treino continua na época seguinte a esta.
+    """
+    path = Path(directory) / WORKER_FILE.format(rank=0)
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["epoch"])
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise ValueError(
+            f"O checkpoint em {directory} não diz a época ({path.name} sem 'epoch'): grave "
+            "{**info, 'epoch': ...} com multiworker.write_worker antes do ray.train.report."
+        ) from err
+
+
+def resume(checkpoint: Any, strategy: Any) -> tuple[Any, int]:
+    """Retoma o treino de um ``ray.train.Checkpoint`` deste exercício: ``(modelo, próxima época)``.
+
+    Carrega o ``model.keras`` com ``tf.keras.models.load_model`` (pesos **e** estado do
+    otimizador; ``load_weights`` perderia o otimizador) dentro de ``strategy.scope()``, para que
+    as variáveis nasçam espelhadas, e lê a época gravada (:func:`checkpoint_epoch`).
+    """
+    import tensorflow as tf
+
+    if not hasattr(checkpoint, "as_directory"):
+        raise TypeError(f"checkpoint deve ser um ray.train.Checkpoint, recebi {checkpoint!r}.")
+    with checkpoint.as_directory() as directory, strategy.scope():
+        path = Path(directory) / "model.keras"
+        if not path.exists():
+            raise ValueError(
+                f"O checkpoint em {directory} não tem model.keras (só o rank 0 o grava)."
+            )
+        model = tf.keras.models.load_model(path)
+        return model, checkpoint_epoch(directory) + 1
+
+
 def read_workers(checkpoint: Any) -> list[dict[str, Any]]:
     """Lê os ``worker_<rank>.json`` de um ``ray.train.Checkpoint`` (ou de uma pasta)."""
     if hasattr(checkpoint, "as_directory"):
@@ -246,6 +294,56 @@ def workers_table(infos: list[dict[str, Any]]) -> Any:
 # ---------------------------------------------------------------- executar com limite
 
 
+def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
+    """Os argumentos constantes de cada chamada ``todo(...)`` no código (e nos aninhados)."""
+    import dis
+
+    calls: list[tuple[Any, ...]] = []
+    args: list[Any] | None = None
+    for ins in dis.get_instructions(code):
+        if ins.argval == "todo" and ins.opname.startswith("LOAD_"):
+            args = []
+        elif args is not None and ins.opname == "LOAD_CONST":
+            args.append(ins.argval)
+        elif args is not None and ins.opname.startswith(("PRECALL", "CALL")):
+            calls.append(tuple(args))
+            args = None
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            calls += _todo_calls(const)
+    return calls
+
+
+def pending_todo(fn: Any) -> str | None:
+    """A mensagem do 1º ``checks.todo(...)`` ainda presente em ``fn`` ou nas funções que ela usa.
+
+    Olha o código (sem executá-lo) da função e das funções do mesmo módulo que ela chama, como
+    ``train_loop_per_worker`` → ``train_epochs``. Serve para avisar de um TODO por fazer ANTES de
+    iniciar os workers: dentro deles, o erro seria repetido a cada nova tentativa do Ray Train.
+    """
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop(0)
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        for args in _todo_calls(code):
+            if len(args) >= 2:
+                return f"TODO {args[0]} ainda não terminado: {args[1]}."
+        module = getattr(f, "__module__", None)
+        names = list(code.co_names)  # na ordem em que aparecem no código
+        for const in code.co_consts:
+            if hasattr(const, "co_names"):
+                names += const.co_names
+        for name in dict.fromkeys(names):
+            other = getattr(f, "__globals__", {}).get(name)
+            if callable(other) and getattr(other, "__module__", None) == module:
+                stack.append(other)
+    return None
+
+
 def _find_todo(err: BaseException) -> BaseException | None:
     from labutils.checks import TodoNotDone
 
@@ -274,9 +372,18 @@ def run_trainer(trainer: Any, timeout_s: float | None = None) -> Any:
     """
     from labutils.checks import TodoNotDone
 
+    if timeout_s is not None and not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise ValueError(f"timeout_s deve ser um número de segundos > 0, recebi {timeout_s!r}.")
+    if not callable(getattr(trainer, "fit", None)):
+        raise TypeError(
+            f"run_trainer espera um trainer do Ray Train (com .fit()), recebi {trainer!r}."
+        )
     for name in ("scaling_config", "train_loop_per_worker"):
         if getattr(trainer, name, None) is Ellipsis:
             raise TodoNotDone(f"{name} ainda não terminado: troque o `...` pelo seu código.")
+    todo = pending_todo(getattr(trainer, "train_loop_per_worker", None))
+    if todo:  # antes de iniciar os workers: lá dentro, o erro se repetiria a cada tentativa
+        raise TodoNotDone(todo)
     timeout_s = fit_timeout_s() if timeout_s is None else timeout_s
     box: dict[str, Any] = {}
 
@@ -306,8 +413,14 @@ def run_trainer(trainer: Any, timeout_s: float | None = None) -> Any:
 # ---------------------------------------------------------------- treino "à mão", sem Ray
 
 
+def _check_count(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} deve ser um inteiro >= 1, recebi {value!r}.")
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` portas TCP livres em 127.0.0.1 (o sistema escolhe)."""
+    _check_count("n", n)
     socks = [socket.socket() for _ in range(n)]
     try:
         for s in socks:
@@ -320,6 +433,7 @@ def free_ports(n: int) -> list[int]:
 
 def tf_configs(num_workers: int) -> list[dict[str, Any]]:
     """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
+    _check_count("num_workers", num_workers)
     workers = [f"127.0.0.1:{port}" for port in free_ports(num_workers)]
     return [
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
@@ -345,6 +459,11 @@ def launch_by_hand(
     """
     from ray import cloudpickle  # o mesmo serializador que o Ray usa
 
+    if not callable(fn):
+        raise TypeError(f"fn deve ser a função de treino de cada worker, recebi {fn!r}.")
+    _check_count("num_workers", num_workers)
+    if timeout_s is not None and not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise ValueError(f"timeout_s deve ser um número de segundos > 0, recebi {timeout_s!r}.")
     timeout_s = fit_timeout_s() if timeout_s is None else timeout_s
     workdir = Path(workdir or tempfile.mkdtemp(prefix="labutils-byhand-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,9 @@ def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tupl
 
 def config_labels(grid: Iterable[Sequence[int]]) -> list[str]:
     """Rótulos ``"(n_estimators, max_depth)"`` para o eixo das configurações."""
-    return [f"({int(n)}, {int(d)})" for n, d in grid]
+    from labutils.search import validate_grid
+
+    return [f"({n}, {d})" for n, d in validate_grid(grid)]
 
 
 def plot_comparison(
@@ -98,7 +100,12 @@ def plot_speedups(
 
     names, speedups, bounds = list(names), [float(s) for s in speedups], [float(b) for b in bounds]
     if not (len(names) == len(speedups) == len(bounds)) or not names:
-        raise ValueError("names, speedups e bounds devem ter o mesmo tamanho (≥ 1).")
+        raise ValueError(
+            "names, speedups e bounds devem ter o mesmo tamanho (≥ 1), recebi "
+            f"{len(names)}, {len(speedups)} e {len(bounds)}."
+        )
+    if not cores > 0:
+        raise ValueError(f"cores deve ser positivo, recebi {cores!r}.")
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(8, 1.8 + 0.6 * len(names)))
     bars = ax.barh(y, speedups, color="tab:blue", ec="k", height=0.6, label="speedup medido")

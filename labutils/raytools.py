@@ -20,6 +20,8 @@ _LOCAL_OBJECT_STORE_MB = 1024
 
 def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Variáveis de ambiente que os workers precisam para ver a mesma escala e os mesmos dados."""
+    if extra is not None and not isinstance(extra, dict):
+        raise TypeError(f"extra deve ser um dict {{nome: valor}}, recebi {extra!r}.")
     env = {name: os.environ[name] for name in WORKER_ENV_VARS if name in os.environ}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.update(extra or {})
@@ -63,8 +65,18 @@ def init_ray(
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address and num_cpus is not None:
         raise ValueError(
-            "num_cpus só vale para o Ray local: num cluster, cada nó declara seus CPUs "
-            "em `ray start --num-cpus=N`."
+            f"num_cpus só vale para o Ray local (recebi num_cpus={num_cpus!r} com o cluster "
+            f"{address}): num cluster, cada nó declara seus CPUs em `ray start --num-cpus=N`."
+        )
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
+    ):
+        raise ValueError(f"num_cpus deve ser um inteiro >= 1, recebi {num_cpus!r}.")
+    if object_store_mb is not None and not (
+        isinstance(object_store_mb, int | float) and object_store_mb >= 64
+    ):
+        raise ValueError(
+            f"object_store_mb deve ser um número de MiB >= 64, recebi {object_store_mb!r}."
         )
     _ensure_token_auth()
     if ray.is_initialized():
@@ -133,7 +145,7 @@ def require_cpus(needed: float, what: str = "esta etapa") -> float:
     """
     import ray
 
-    if needed <= 0:
+    if isinstance(needed, bool) or not isinstance(needed, int | float) or not needed > 0:
         raise ValueError(f"O número de CPUs pedido deve ser positivo, recebi {needed!r}.")
     total = float(ray.cluster_resources().get("CPU", 0.0))
     if needed > total:

@@ -77,7 +77,10 @@ def pick(*, full: T, smoke: T, scale: str | None = None) -> T:
 
     Para tamanhos que só uma lição usa (cada módulo de lição declara os seus assim).
     """
-    return full if (scale or current_scale()) == "full" else smoke
+    scale = current_scale() if scale is None else scale
+    if scale not in SCALES:
+        raise ValueError(f"Escala desconhecida: {scale!r}. Use uma destas: {', '.join(SCALES)}.")
+    return full if scale == "full" else smoke
 
 
 def current_scale() -> str:

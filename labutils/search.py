@@ -105,6 +105,7 @@ def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = No
     Cada nível de uma árvore percorre as amostras uma vez; depois de ~log2(amostras) níveis as
     folhas ficam puras e os níveis seguintes quase não custam. É só uma estimativa para ordenar.
     """
+    ((n_estimators, max_depth),) = validate_grid([(n_estimators, max_depth)])
     levels = float(max_depth)
     if n_samples is not None and n_samples > 1:
         levels = min(levels, math.log2(n_samples))
@@ -368,6 +369,11 @@ def results_dir() -> Path:
 
 def results_path(name: str) -> Path:
     """Caminho do CSV ``<pasta de resultados>/<name>.csv``."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(
+            "O nome do resultado deve ser um nome de arquivo simples (ex.: '02_busca'), "
+            f"recebi {name!r}."
+        )
     return results_dir() / f"{name}.csv"
 
 

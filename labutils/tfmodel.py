@@ -29,6 +29,12 @@ def create_model(num_classes: int = 100, *, learning_rate: float = 1e-3) -> tf.k
     """
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
+    if (
+        isinstance(learning_rate, bool)
+        or not isinstance(learning_rate, int | float)
+        or not (0 < learning_rate < 1)
+    ):
+        raise ValueError(f"learning_rate deve ser um número entre 0 e 1, recebi {learning_rate!r}.")
     layers = tf.keras.layers
     model = tf.keras.Sequential(
         [

@@ -40,6 +40,8 @@ class Timer:
 
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
     """Chama ``fn(*args, **kwargs)`` e devolve ``(resultado, segundos)``."""
+    if not callable(fn):
+        raise TypeError(f"timed precisa de uma função para chamar, recebi {fn!r}.")
     with Timer() as t:
         result = fn(*args, **kwargs)
     return result, t.seconds

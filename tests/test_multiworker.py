@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -150,6 +151,15 @@ def test_plan_waits_briefly_then_fails_when_resources_are_busy(fake_cluster):
     assert 0.4 < time.monotonic() - start < 3
 
 
+def test_plan_says_whether_the_workers_still_fit_after_losing_a_node(fake_cluster):
+    # nós vivos: a (1 CPU) e b (2 CPUs): 3 workers de 1 CPU cabem; sem b, só 1
+    one, two = multiworker.plan_workers(1, use_gpu=False), multiworker.plan_workers(2)
+    assert (one.capacity, one.survives_node_loss) == (3, True)
+    assert (two.capacity, two.survives_node_loss) == (3, False)
+    fake_cluster["nodes"] = fake_cluster["nodes"][:1]  # um nó só: perdê-lo é perder tudo
+    assert not multiworker.plan_workers(1).survives_node_loss
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_plan_rejects_bad_num_workers(fake_cluster, bad):
     with pytest.raises(ValueError, match="num_workers"):
@@ -184,6 +194,14 @@ def test_describe_write_read_and_table(tmp_path, monkeypatch):
     table = multiworker.workers_table(infos)
     assert list(table["rank"]) == [0, 1]
     assert table["TF_CONFIG cluster.worker"].iloc[0] == "127.0.0.1:1, 127.0.0.1:2"
+
+
+def test_checkpoint_epoch_reads_the_epoch_written_with_the_worker(tmp_path):
+    multiworker.write_worker(tmp_path, {"rank": 0, "epoch": 3})
+    assert multiworker.checkpoint_epoch(tmp_path) == 3
+    multiworker.write_worker(tmp_path, {"rank": 0})  # um checkpoint antigo, sem a época
+    with pytest.raises(ValueError, match="não diz a época"):
+        multiworker.checkpoint_epoch(tmp_path)
 
 
 # ---------------------------------------------------------------- run_trainer
@@ -221,6 +239,35 @@ def test_run_trainer_translates_a_todo_raised_in_a_worker():
         multiworker.run_trainer(_FakeTrainer(fit, scaling_config=...), timeout_s=5)
     with pytest.raises(ZeroDivisionError):  # outros erros passam como são
         multiworker.run_trainer(_FakeTrainer(lambda: 1 / 0), timeout_s=5)
+
+
+def _loop_from(notebook: Path) -> dict:
+    """Define (sem executar) as funções do laço dos workers das células do notebook."""
+    import nbformat
+
+    ns = {"__name__": "__main__", "checks": checks, "multiworker": multiworker}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if any(f"def {name}(" in cell.source for name in ("train_epochs", "report_to_ray")):
+            exec(compile(cell.source, str(notebook), "exec"), ns)
+    return ns
+
+
+def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers():
+    student = _loop_from(SOLUTION.with_name("05_exercicio_multiworker_aluno.ipynb"))
+    todo3 = (
+        "TODO 3 ainda não terminado: crie a estratégia tf.distribute.MultiWorkerMirroredStrategy."
+    )
+    assert multiworker.pending_todo(student["train_loop_per_worker"]) == todo3
+    trainer = _FakeTrainer(lambda: pytest.fail("fit() não deveria rodar"))
+    trainer.train_loop_per_worker = student["train_loop_per_worker"]
+    start = time.monotonic()
+    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
+        multiworker.run_trainer(trainer, timeout_s=5)
+    assert time.monotonic() - start < 1
+    # TODO 3 feito (sem os stubs de train_epochs): sobra o TODO 4, no report_to_ray
+    student["train_epochs"] = _loop_from(SOLUTION)["train_epochs"]
+    assert multiworker.pending_todo(student["train_loop_per_worker"]).startswith("TODO 4 ")
+    assert multiworker.pending_todo(_loop_from(SOLUTION)["train_loop_per_worker"]) is None
 
 
 # ---------------------------------------------------------------- à mão, sem Ray
@@ -352,3 +399,154 @@ def test_solution_trains_on_two_distinct_nodes_of_a_real_cluster(tmp_path):
     assert report["metrics"]["epoch"] >= 1 and report["metrics"]["loss"] > 0
     assert (report["todo"] or "").startswith("TODO 3 ainda não terminado: crie a estratégia")
     assert any(p.name.startswith("licao05-") for p in tmp_path.iterdir())  # checkpoints lá
+
+
+# ---------------------------------------------------------------- um nó cai no meio do treino
+
+# Como o _DRIVER acima, mas com mais épocas (dá tempo de matar um nó no meio) e com o
+# report_to_ray da solução embrulhado: depois de cada report, cada worker anota num arquivo a
+# época, o seu PID e o seu nó. Um PID novo = uma nova tentativa do Ray Train.
+_FAULT_DRIVER = """
+import dataclasses, json, os, sys
+import nbformat
+nb = nbformat.read(sys.argv[1], as_version=4)
+log_dir, epochs = sys.argv[2], int(sys.argv[3])
+cells = [c for c in nb.cells if "multinode" in c.metadata.get("tags", [])]
+ns = {"__name__": "__main__"}
+for cell in cells:
+    if "result = multiworker.run_trainer(trainer)" in cell.source:
+        ns["size"] = dataclasses.replace(ns["size"], multiworker_epochs=epochs)
+
+        def logged(model, metrics, info, _report=ns["report_to_ray"]):
+            _report(model, metrics, info)
+            line = {"epoch": metrics["epoch"], "pid": info["pid"], "node_id": info["node_id"]}
+            with open(os.path.join(log_dir, f"rank{info['rank']}.jsonl"), "a") as f:
+                f.write(json.dumps(line) + "\\n")
+
+        ns["report_to_ray"] = logged
+    exec(compile(cell.source, "<solução>", "exec"), ns)
+result = ns["result"]
+report = {"metrics": result.metrics,
+          "nodes": [n["NodeID"] for n in ns["ray"].nodes() if n["Alive"]]}
+ns["ray"].shutdown()
+print("REPORT" + json.dumps(report))
+"""
+
+
+def _read_log(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def _attempts(entries: list[dict]) -> list[list[int]]:
+    """Épocas reportadas por tentativa (na ordem), separadas pela troca de PID."""
+    attempts: list[list[int]] = []
+    pid = None
+    for entry in entries:
+        if entry["pid"] != pid:
+            attempts.append([])
+            pid = entry["pid"]
+        attempts[-1].append(entry["epoch"])
+    return attempts
+
+
+def _node_process(pid: int, ours: set[int]):
+    """O processo ``ray start`` (do nosso cluster) do qual o processo ``pid`` descende."""
+    import psutil
+
+    try:
+        for parent in psutil.Process(pid).parents():
+            if parent.pid in ours and "start" in parent.cmdline():
+                return parent
+    except psutil.Error:
+        pass
+    return None
+
+
+def _kill_tree(node) -> None:
+    """SIGKILL no nó inteiro, como uma máquina que desliga: o ``ray start`` e os descendentes
+    (raylet, agentes e os workers, que o Ray põe em grupos de processos próprios)."""
+    import psutil
+
+    procs = [node, *node.children(recursive=True)]
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(procs, timeout=10)
+
+
+def test_attempts_and_redone_epochs_are_counted_from_the_log():
+    log = [{"epoch": e, "pid": 1} for e in (1, 2)] + [{"epoch": e, "pid": 2} for e in (3, 4)]
+    assert _attempts(log) == [[1, 2], [3, 4]]
+    assert _attempts([{"epoch": 1, "pid": 1}, {"epoch": 1, "pid": 2}]) == [[1], [1]]
+
+
+@pytest.mark.slow
+def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(tmp_path):
+    """Mata um nó inteiro (SIGKILL no grupo de processos do ``ray start``) depois do 1º
+    checkpoint: o Ray Train recomeça os 2 workers na cabeça + no nó que sobrou (3 nós de 1 CPU
+    para 2 workers: um nó de folga), o laço retoma do último checkpoint e termina as épocas."""
+
+    from labutils.cluster import LocalCluster
+
+    epochs = 6  # com folga: o nó morre bem antes da última época
+    storage, logs = tmp_path / "storage", tmp_path / "logs"
+    storage.mkdir()
+    logs.mkdir()
+    with LocalCluster(num_workers=2, cpus_per_node=1, dashboard=False) as cluster:
+        env = {"RAY_ADDRESS": cluster.address, "LABUTILS_TRAIN_STORAGE": str(storage)}
+        driver = subprocess.Popen(
+            ["timeout", "-s", "KILL", "400", sys.executable, "-c", _FAULT_DRIVER]
+            + [str(SOLUTION), str(logs), str(epochs)],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        killed = None
+        deadline = time.monotonic() + 300
+        try:
+            while killed is None and driver.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+                entries = _read_log(logs / "rank0.jsonl") + _read_log(logs / "rank1.jsonl")
+                registered = list(storage.glob("licao05-*/checkpoint_manager_snapshot.json"))
+                if not entries or not registered:
+                    continue  # ainda sem checkpoint registrado pelo Ray Train
+                # um worker de treino fora da cabeça; o seu nó = o `ray start --block` acima dele
+                for entry in entries:
+                    node = _node_process(entry["pid"], cluster.pids)
+                    if node is not None and "--head" not in node.cmdline():
+                        _kill_tree(node)
+                        killed = entry
+                        break
+            out, _ = driver.communicate(timeout=max(1, deadline - time.monotonic()))
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.communicate()
+    assert killed is not None, f"não consegui matar um nó no meio do treino:\n{out[-4000:]}"
+    assert driver.returncode == 0, out[-4000:]
+    report = json.loads(out.split("REPORT", 1)[1].splitlines()[0])
+    log = _read_log(logs / "rank0.jsonl")
+    assert len(report["nodes"]) == 2, f"o nó morto continua no cluster: {killed}, {log}"
+    assert report["metrics"]["epoch"] == epochs
+
+    attempts = _attempts(log)
+    assert len(attempts) == 2, f"esperava 2 tentativas (antes e depois da queda): {attempts}"
+    first, second = attempts
+    assert first == list(range(1, len(first) + 1)) and first, first
+    assert second == list(range(second[0], epochs + 1)), second
+    # a 1ª tentativa começou as épocas 1..len(first)+1 (a última morreu no meio); a 2ª começou
+    # second[0]..epochs: épocas refeitas = começadas - épocas do treino
+    started = (len(first) + 1) + len(second)
+    redone = started - epochs
+    assert second[0] > 1, "a 2ª tentativa recomeçou do zero: não retomou do checkpoint"
+    assert redone <= 1, f"{redone} épocas refeitas (tentativas: {attempts})"
+    # a 2ª tentativa rodou só em nós vivos, sem o nó morto
+    alive = set(report["nodes"])
+    new_nodes = {e["node_id"] for e in _read_log(logs / "rank1.jsonl")[-len(second) :]}
+    assert new_nodes <= alive and killed["node_id"] not in alive

@@ -1,0 +1,551 @@
+"""Entrada ruim nas funções públicas do ``labutils``: falha na hora, em português, nomeando o valor.
+
+A tabela ``CASES`` lista cada caso tentado: função, o que há de errado, a chamada, a exceção
+esperada e o trecho da mensagem que nomeia o valor ruim. Cada caso tem de falhar em menos de
+:data:`FAST_S` segundos (nada de esperar por rede, Ray ou recursos).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+
+import pytest
+
+#: uma mensagem em português tem ao menos uma destas palavras
+PT_WORDS = (
+    "recebi",
+    "deve",
+    "inválid",
+    "desconhecid",
+    "não",
+    "use ",
+    "espera",
+    "precisa",
+    " sem ",
+    " só ",
+)
+FAST_S = 5.0
+
+
+def _env(name: str, value: str, fn):
+    """Chama ``fn()`` com ``name=value`` no ambiente (restaurado depois)."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _cli(main, argv):
+    """Uma CLI com argparse sai com ``SystemExit(2)``: devolve a mensagem como ``ValueError``."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit as exit_:
+            if exit_.code:
+                raise ValueError(err.getvalue()) from None
+
+
+def _tiny_datasets():
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(([[0]] * 4, [0] * 4))
+    return ds, ds
+
+
+class _NoFit:
+    scaling_config = None
+    train_loop_per_worker = print
+
+    def fit(self):
+        return "nunca chega aqui"
+
+
+def _plan():
+    from labutils.multiworker import WorkerPlan
+
+    return WorkerPlan(2, False, {"CPU": 1.0})
+
+
+def _labutils(module: str):
+    import importlib
+
+    return importlib.import_module(f"labutils.{module}")
+
+
+def m(name: str):
+    """Atalho: ``m("scale").sizes`` importa ``labutils.scale`` só quando o caso roda."""
+
+    class _Lazy:
+        def __getattr__(self, attr):
+            return getattr(_labutils(name), attr)
+
+    return _Lazy()
+
+
+scale, timing, data, raytools = m("scale"), m("timing"), m("data"), m("raytools")
+tfdata, tfmodel, tfdevices = m("tfdata"), m("tfmodel"), m("tfdevices")
+multiworker, checks, exercise = m("multiworker"), m("checks"), m("exercise")
+cluster, doctor, search, plots = m("cluster"), m("doctor"), m("search"), m("plots")
+
+# (função, o que há de errado, chamada, exceção esperada, trecho que nomeia o valor ruim)
+CASES = [
+    # scale
+    ("scale.sizes", "escala inexistente", lambda: scale.sizes("grande"), ValueError, "'grande'"),
+    (
+        "scale.pick",
+        "escala inexistente",
+        lambda: scale.pick(full=1, smoke=2, scale="enorme"),
+        ValueError,
+        "'enorme'",
+    ),
+    (
+        "scale.current_scale",
+        "LABUTILS_SCALE ruim",
+        lambda: _env("LABUTILS_SCALE", "mediana", scale.current_scale),
+        ValueError,
+        "'mediana'",
+    ),
+    # timing
+    ("timing.timed", "não é função", lambda: timing.timed("abc"), TypeError, "'abc'"),
+    (
+        "timing.Timer.seconds",
+        "antes de iniciar",
+        lambda: timing.Timer().seconds,
+        RuntimeError,
+        "with Timer()",
+    ),
+    # data
+    (
+        "data.load_cifar100",
+        "escala inexistente",
+        lambda: data.load_cifar100(scale="xx"),
+        ValueError,
+        "'xx'",
+    ),
+    (
+        "data.load_california_housing",
+        "escala inexistente",
+        lambda: data.load_california_housing(scale="xx"),
+        ValueError,
+        "'xx'",
+    ),
+    # raytools
+    (
+        "raytools.require_cpus",
+        "zero CPUs",
+        lambda: raytools.require_cpus(0),
+        ValueError,
+        "recebi 0",
+    ),
+    ("raytools.require_cpus", "texto", lambda: raytools.require_cpus("2"), ValueError, "'2'"),
+    (
+        "raytools.init_ray",
+        "num_cpus=0",
+        lambda: raytools.init_ray(num_cpus=0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "raytools.init_ray",
+        "num_cpus com cluster",
+        lambda: raytools.init_ray(address="10.0.0.1:6379", num_cpus=3),
+        ValueError,
+        "num_cpus=3",
+    ),
+    (
+        "raytools.init_ray",
+        "object store minúsculo",
+        lambda: raytools.init_ray(object_store_mb=1),
+        ValueError,
+        "recebi 1",
+    ),
+    (
+        "raytools.worker_env",
+        "extra não é dict",
+        lambda: raytools.worker_env("A=1"),
+        TypeError,
+        "'A=1'",
+    ),
+    # tfdata
+    (
+        "tfdata.global_batch_size",
+        "lote zero",
+        lambda: tfdata.global_batch_size(0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "tfdata.global_batch_size",
+        "réplicas negativas",
+        lambda: tfdata.global_batch_size(64, num_replicas=-2),
+        ValueError,
+        "recebi -2",
+    ),
+    (
+        "tfdata.get_data",
+        "lote não divisível",
+        lambda: tfdata.get_data(*_tiny_datasets(), global_batch=7, num_replicas=2),
+        ValueError,
+        "(7)",
+    ),
+    (
+        "tfdata.get_data",
+        "buffer zero",
+        lambda: tfdata.get_data(*_tiny_datasets(), global_batch=4, shuffle_buffer=0),
+        ValueError,
+        "recebi 0",
+    ),
+    # tfmodel
+    ("tfmodel.create_model", "1 classe", lambda: tfmodel.create_model(1), ValueError, "recebi 1"),
+    (
+        "tfmodel.create_model",
+        "taxa negativa",
+        lambda: tfmodel.create_model(learning_rate=-0.1),
+        ValueError,
+        "recebi -0.1",
+    ),
+    # tfdevices (valida antes de importar o TensorFlow)
+    (
+        "tfdevices.setup_devices",
+        "zero CPUs lógicas",
+        lambda: tfdevices.setup_devices(0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "tfdevices.setup_devices",
+        "booleano",
+        lambda: tfdevices.setup_devices(True),
+        ValueError,
+        "recebi True",
+    ),
+    # multiworker
+    (
+        "multiworker.plan_workers",
+        "zero workers",
+        lambda: multiworker.plan_workers(0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "multiworker.plan_workers",
+        "CPU por worker zero",
+        lambda: multiworker.plan_workers(2, cpus_per_worker=0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "multiworker.plan_workers",
+        "CPU por worker texto",
+        lambda: multiworker.plan_workers(2, cpus_per_worker="1"),
+        ValueError,
+        "'1'",
+    ),
+    (
+        "multiworker.plan_workers",
+        "espera negativa",
+        lambda: multiworker.plan_workers(2, wait_s=-1),
+        ValueError,
+        "recebi -1",
+    ),
+    (
+        "multiworker.tf_configs",
+        "zero workers",
+        lambda: multiworker.tf_configs(0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "multiworker.free_ports",
+        "contagem negativa",
+        lambda: multiworker.free_ports(-1),
+        ValueError,
+        "recebi -1",
+    ),
+    (
+        "multiworker.launch_by_hand",
+        "fn não é função",
+        lambda: multiworker.launch_by_hand("treino", {}),
+        TypeError,
+        "'treino'",
+    ),
+    (
+        "multiworker.launch_by_hand",
+        "zero workers",
+        lambda: multiworker.launch_by_hand(print, {}, num_workers=0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "multiworker.run_trainer",
+        "não é trainer",
+        lambda: multiworker.run_trainer("trainer"),
+        TypeError,
+        "'trainer'",
+    ),
+    (
+        "multiworker.run_trainer",
+        "limite zero",
+        lambda: multiworker.run_trainer(_NoFit(), timeout_s=0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "multiworker.checkpoint_epoch",
+        "pasta sem época",
+        lambda: multiworker.checkpoint_epoch("/nao/existe"),
+        ValueError,
+        "/nao/existe",
+    ),
+    (
+        "multiworker.resume",
+        "não é checkpoint",
+        lambda: multiworker.resume("/tmp/ckpt", None),
+        TypeError,
+        "'/tmp/ckpt'",
+    ),
+    # checks
+    (
+        "checks.check_global_batch",
+        "não é função",
+        lambda: checks.check_global_batch(128),
+        AssertionError,
+        "recebi 128",
+    ),
+    (
+        "checks.check_scaling_config",
+        "não é ScalingConfig",
+        lambda: checks.check_scaling_config({"num_workers": 2}, _plan()),
+        AssertionError,
+        "dict",
+    ),
+    (
+        "checks.check_accuracy",
+        "texto",
+        lambda: checks.check_accuracy("alta"),
+        AssertionError,
+        "'alta'",
+    ),
+    (
+        "checks.check_accuracy",
+        "perda no lugar",
+        lambda: checks.check_accuracy(4.6),
+        AssertionError,
+        "recebi 4.6",
+    ),
+    (
+        "checks.check_accuracy",
+        "1 classe",
+        lambda: checks.check_accuracy(0.5, num_classes=1),
+        ValueError,
+        "recebi 1",
+    ),
+    # exercise
+    (
+        "exercise.student_path",
+        "nome sem _solucao",
+        lambda: exercise.student_path(__import__("pathlib").Path("aula.ipynb")),
+        ValueError,
+        "aula.ipynb",
+    ),
+    (
+        "exercise.strip_solutions",
+        "região sem fim",
+        lambda: exercise.strip_solutions("# BEGIN SOLUTION\nx = 1\n", "célula 7"),
+        ValueError,
+        "célula 7",
+    ),
+    # cluster
+    (
+        "cluster.split_address",
+        "sem porta",
+        lambda: cluster.split_address("10.0.0.1"),
+        RuntimeError,
+        "'10.0.0.1'",
+    ),
+    ("cluster.join", "endereço ruim", lambda: cluster.join("cabeca"), RuntimeError, "'cabeca'"),
+    (
+        "cluster.head_command",
+        "porta fora do intervalo",
+        lambda: cluster.head_command(port=70000),
+        RuntimeError,
+        "70000",
+    ),
+    (
+        "cluster.head_command",
+        "CPUs negativas",
+        lambda: cluster.head_command(num_cpus=-1),
+        RuntimeError,
+        "recebi -1",
+    ),
+    ("cluster.port_in_use", "porta zero", lambda: cluster.port_in_use(0), RuntimeError, "0"),
+    ("cluster.free_ports", "contagem zero", lambda: cluster.free_ports(0), ValueError, "recebi 0"),
+    (
+        "cluster.wait_for_nodes",
+        "zero nós",
+        lambda: cluster.wait_for_nodes(0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "cluster.LocalCluster",
+        "workers negativos",
+        lambda: cluster.LocalCluster(num_workers=-1),
+        ValueError,
+        "recebi -1",
+    ),
+    (
+        "cluster.LocalCluster",
+        "zero CPUs",
+        lambda: cluster.LocalCluster(cpus_per_node=0),
+        ValueError,
+        "recebi 0",
+    ),
+    # doctor
+    (
+        "doctor.port_free",
+        "porta fora do intervalo",
+        lambda: doctor.port_free(70000),
+        ValueError,
+        "70000",
+    ),
+    ("doctor.check_cpus", "zero núcleos", lambda: doctor.check_cpus(0), ValueError, "recebi 0"),
+    ("doctor.tf_probe", "limite zero", lambda: doctor.tf_probe(timeout=0), ValueError, "recebi 0"),
+    # search (lição 02)
+    (
+        "search.validate_grid",
+        "árvores zero",
+        lambda: search.validate_grid([(0, 3)]),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "search.validate_grid",
+        "não é lista de pares",
+        lambda: search.validate_grid("abc"),
+        ValueError,
+        "'abc'",
+    ),
+    ("search.split_trees", "zero blocos", lambda: search.split_trees(10, 0), ValueError, "10 e 0"),
+    (
+        "search.speedup_bound",
+        "zero núcleos",
+        lambda: search.speedup_bound([1, 2], 0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "search.list_schedule_makespan",
+        "tempo negativo",
+        lambda: search.list_schedule_makespan([1, -2], 2),
+        ValueError,
+        "-2.0",
+    ),
+    (
+        "search.estimated_cost",
+        "árvores negativas",
+        lambda: search.estimated_cost(-1, 3),
+        ValueError,
+        "recebi -1",
+    ),
+    (
+        "search.results_path",
+        "nome com caminho",
+        lambda: search.results_path("../fora"),
+        ValueError,
+        "'../fora'",
+    ),
+    (
+        "search.transfer_sizes",
+        "escala inexistente",
+        lambda: search.transfer_sizes("xx"),
+        ValueError,
+        "'xx'",
+    ),
+    # plots (lição 02)
+    (
+        "plots.config_labels",
+        "item que não é par",
+        lambda: plots.config_labels([(10,)]),
+        ValueError,
+        "(10,)",
+    ),
+    (
+        "plots.plot_speedups",
+        "tamanhos diferentes",
+        lambda: plots.plot_speedups(["a"], [1.0, 2.0], [2.0], 2),
+        ValueError,
+        "1, 2 e 1",
+    ),
+    (
+        "plots.plot_speedups",
+        "zero núcleos",
+        lambda: plots.plot_speedups(["a"], [1.0], [2.0], 0),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "plots.plot_comparison",
+        "resultado sem segundos",
+        lambda: plots.plot_comparison([(10, 4, 0.5)], 1.0, [(10, 4, 0.5, 1.0)], 1.0),
+        ValueError,
+        "(10, 4, 0.5)",
+    ),
+    # bench (linha de comando e escalas)
+    (
+        "bench.main",
+        "--repeats 0",
+        lambda: _cli(m("bench.__main__").main, ["--repeats", "0"]),
+        ValueError,
+        "recebi 0",
+    ),
+    (
+        "bench.main",
+        "--only desconhecida",
+        lambda: _cli(m("bench.__main__").main, ["--only", "gpu"]),
+        ValueError,
+        "'gpu'",
+    ),
+    (
+        "bench.search_bench.chunks_per_core",
+        "escala inexistente",
+        lambda: m("bench.search_bench").chunks_per_core("xx"),
+        ValueError,
+        "'xx'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "problem", "call", "error", "fragment"),
+    CASES,
+    ids=[f"{c[0]}: {c[1]}" for c in CASES],
+)
+def test_bad_input_fails_fast_with_a_portuguese_message_naming_it(
+    function, problem, call, error, fragment
+):
+    start = time.monotonic()
+    with pytest.raises(error) as info:
+        call()
+    elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert fragment in message, f"{function} ({problem}): a mensagem não nomeia {fragment!r}"
+    assert any(word in message.lower() for word in PT_WORDS), f"não parece pt-BR: {message!r}"
+    if not function.startswith(("tfdata", "tfmodel")):  # esses pagam o import do TensorFlow
+        assert elapsed < FAST_S, f"{function} levou {elapsed:.1f} s para recusar"
+
+
+def test_the_table_covers_every_module_of_the_issue():
+    covered = {c[0].split(".")[0] for c in CASES}
+    wanted = {"scale", "timing", "data", "raytools", "search", "tfdata", "tfmodel", "tfdevices"}
+    wanted |= {"multiworker", "checks", "exercise", "cluster", "doctor", "bench", "plots"}
+    assert wanted <= covered, wanted - covered
