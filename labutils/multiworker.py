@@ -418,22 +418,11 @@ def _check_count(name: str, value: Any) -> None:
         raise ValueError(f"{name} deve ser um inteiro >= 1, recebi {value!r}.")
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` portas TCP livres em 127.0.0.1 (o sistema escolhe)."""
-    _check_count("n", n)
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def tf_configs(num_workers: int) -> list[dict[str, Any]]:
     """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
     _check_count("num_workers", num_workers)
+    from labutils.cluster import free_ports
+
     workers = [f"127.0.0.1:{port}" for port in free_ports(num_workers)]
     return [
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}

@@ -540,10 +540,11 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
     first, second = attempts
     assert first == list(range(1, len(first) + 1)) and first, first
     assert second == list(range(second[0], epochs + 1)), second
-    # a 1ª tentativa começou as épocas 1..len(first)+1 (a última morreu no meio); a 2ª começou
-    # second[0]..epochs: épocas refeitas = começadas - épocas do treino
-    started = (len(first) + 1) + len(second)
-    redone = started - epochs
+    # épocas refeitas = épocas que a 1ª tentativa terminou e a 2ª executou de novo. A época que
+    # estava em andamento quando o nó caiu não conta (não tinha terminado). O Ray Train registra
+    # o checkpoint de forma assíncrona depois do report: se o nó cai nesse intervalo, a retomada
+    # parte do checkpoint anterior e a última época terminada é refeita (no máximo uma).
+    redone = len(set(first) & set(second))
     assert second[0] > 1, "a 2ª tentativa recomeçou do zero: não retomou do checkpoint"
     assert redone <= 1, f"{redone} épocas refeitas (tentativas: {attempts})"
     # a 2ª tentativa rodou só em nós vivos, sem o nó morto

@@ -265,13 +265,6 @@ CASES = [
         "recebi 0",
     ),
     (
-        "multiworker.free_ports",
-        "contagem negativa",
-        lambda: multiworker.free_ports(-1),
-        ValueError,
-        "recebi -1",
-    ),
-    (
         "multiworker.launch_by_hand",
         "fn não é função",
         lambda: multiworker.launch_by_hand("treino", {}),

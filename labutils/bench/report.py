@@ -96,6 +96,8 @@ class Report:
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: Path) -> dict[str, Path]:
+        # a carga no fim (junto da do início) mostra se a máquina esteve ocupada durante as medidas
+        self.machine["carga média (1 min) ao gravar"] = f"{os.getloadavg()[0]:.2f}"
         out_dir.mkdir(parents=True, exist_ok=True)
         paths = {
             "markdown": out_dir / "relatorio.md",
