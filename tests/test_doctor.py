@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import time
@@ -163,14 +164,20 @@ def test_ray_without_dashboard_dependencies_blocks(monkeypatch):
     assert row.status == FAIL and "aiohttp" in row.detail and "ray[default" in row.remedy
 
 
-def test_port_taken_warns_and_free_port_is_ok():
+@contextlib.contextmanager
+def listening_and_closed_port():
+    """Duas portas de 127.0.0.1: uma com um servidor escutando, outra livre (sem ninguém)."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        taken = server.getsockname()[1]
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             free = probe.getsockname()[1]
+        yield server.getsockname()[1], free
+
+
+def test_port_taken_warns_and_free_port_is_ok():
+    with listening_and_closed_port() as (taken, free):
         rows = doctor.check_ports({"cabeça": taken, "painel": free})
     assert [r.status for r in rows] == [WARN, OK]
     assert str(taken) in rows[0].item and f":{taken}" in rows[0].remedy
@@ -223,13 +230,7 @@ def test_data_present_is_ok(empty_data_dir, monkeypatch):
 
 
 def test_hosts_reachable_and_unreachable_on_localhost():
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        up = server.getsockname()[1]
-        with socket.socket() as closed:
-            closed.bind(("127.0.0.1", 0))
-            down = closed.getsockname()[1]
+    with listening_and_closed_port() as (up, down):
         rows, reachable = doctor.check_hosts(
             {"A": ("127.0.0.1", up), "B": ("127.0.0.1", down)}, timeout=1
         )
