@@ -6,10 +6,10 @@ Cada módulo cuida de um assunto:
 - ``data``: carregamento dos conjuntos de dados (California Housing, CIFAR-100);
 - ``timing``: medição de tempo de parede;
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
-- ``cluster`` (e ``cluster_cli``): cabeça, workers e cluster local com ``ray start`` (lição 03);
+- ``cluster`` (e ``cluster_cli``): cabeça, workers e cluster local com ``ray start`` (lição 04);
 - ``search`` e ``plots``: busca de hiperparâmetros, limite do speedup e gráficos (lição 02);
-- ``tfdevices``, ``tfdata``, ``tfmodel``, ``tftiming`` e ``plots_tf``: TensorFlow (lição 04);
-- ``multiworker``, ``checks`` e ``exercise``: o exercício multi-worker (lição 05);
+- ``tfdevices``, ``tfdata``, ``tfmodel``, ``tftiming`` e ``plots_tf``: TensorFlow (lição 05);
+- ``multiworker``, ``checks`` e ``exercise``: o exercício multi-worker (lição 07);
 - ``doctor``: diagnóstico do ambiente (lição 00);
 - ``bench``: o benchmark de todas as abordagens (``make bench``).
 

@@ -1,4 +1,4 @@
-"""Autoverificações do exercício da lição 05, com retorno imediato em português.
+"""Autoverificações do exercício da lição 07, com retorno imediato em português.
 
 Cada ``check_*`` imprime ``✅ ...`` quando está tudo certo e, quando não está, levanta
 :class:`CheckFailed` com uma explicação curta do que conferir. Um TODO ainda não feito

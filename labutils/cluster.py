@@ -302,7 +302,7 @@ def start_head(
 
     O painel escuta só em ``127.0.0.1`` por padrão. ``dashboard_host="0.0.0.0"`` o abre
     para toda a rede: qualquer um que alcance a porta pode enviar código para o cluster.
-    Faça isso só numa rede fechada de laboratório (veja a lição 03).
+    Faça isso só numa rede fechada de laboratório (veja a lição 04).
     """
     _require_free_port(port, "porta da cabeça (--port)")
     if dashboard:

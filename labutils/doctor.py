@@ -203,7 +203,7 @@ def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
             FAIL,
             "TensorFlow",
             f"{probe['tf']}: não consegui dividir a CPU em 2 dispositivos ({probe['split_error']})",
-            "A lição 04 precisa disso: reinstale o TensorFlow fixado e rode num processo novo.",
+            "A lição 05 precisa disso: reinstale o TensorFlow fixado e rode num processo novo.",
         )
     detail = f"{probe['tf']}; GPUs: {len(gpus)}; CPU dividida em {probe['logical_cpus']} dispositivos lógicos"
     if not gpus and (gpu_on_machine if gpu_on_machine is not None else _gpu_on_machine()):

@@ -15,8 +15,8 @@ Células com a etiqueta (tag) ``solution-only`` não vão para o notebook do alu
 
 Linha de comando::
 
-    python -m labutils.exercise notebooks/05_exercicio_multiworker_solucao.ipynb          # grava
-    python -m labutils.exercise notebooks/05_exercicio_multiworker_solucao.ipynb --check  # confere
+    python -m labutils.exercise notebooks/07_exercicio_multiworker_solucao.ipynb          # grava
+    python -m labutils.exercise notebooks/07_exercicio_multiworker_solucao.ipynb --check  # confere
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Encanamento do exercício multi-worker (lição 05): Ray Train + MultiWorkerMirroredStrategy.
+"""Encanamento do exercício multi-worker (lição 07): Ray Train + MultiWorkerMirroredStrategy.
 
 - :func:`use_legacy_keras` / :func:`runtime_env`: o tf-keras (Keras 2) que o
   ``MultiWorkerMirroredStrategy`` exige no ``model.fit`` (o Keras 3 não o suporta);

@@ -1,4 +1,4 @@
-"""Gráficos e tabela que comparam o treino centralizado e o distribuído (lição 04).
+"""Gráficos e tabela que comparam o treino centralizado e o distribuído (lição 05).
 
 Cada abordagem entra como um :class:`Run`: o histórico do ``fit`` (``History`` ou o dicionário
 ``history.history``) e o :class:`~labutils.tftiming.EpochTimer` usado no mesmo ``fit``.

@@ -33,11 +33,11 @@ class Sizes:
     #: exemplos do CIFAR-100 usados no treino e no teste (``None`` = tudo)
     cifar_train_examples: int | None
     cifar_test_examples: int | None
-    #: épocas de treino da lição 04 (MirroredStrategy)
+    #: épocas de treino da lição 05 (MirroredStrategy)
     epochs: int
     #: lote por réplica (o lote global é este valor × número de réplicas)
     batch_per_replica: int
-    #: workers e épocas do exercício multi-worker (lição 05)
+    #: workers e épocas do exercício multi-worker (lição 07)
     num_workers: int
     multiworker_epochs: int
 

@@ -1,7 +1,7 @@
 """Busca de hiperparâmetros da lição 02: treino, limites de speedup, blocos de árvores e resultados.
 
 As funções daqui são Python puro (sem Ray): o notebook as embrulha em ``@ray.remote`` para
-mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas na lição 03.
+mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas na lição 04.
 
 - :func:`validate_grid`: rejeita grades inválidas antes de qualquer tarefa começar;
 - :func:`fit_and_score`: treina uma Random Forest e devolve ``(n, profundidade, mse, segundos)``;

@@ -1,6 +1,6 @@
 """Pipeline ``tf.data`` do CIFAR-100: normalização e lotes para treino centralizado ou distribuído.
 
-Usado pela lição 04 (``MirroredStrategy``) e pelos workers da lição 05 (``MultiWorkerMirrored``):
+Usado pela lição 05 (``MirroredStrategy``) e pelos workers da lição 07 (``MultiWorkerMirrored``):
 por isso :func:`get_data` recebe o número de réplicas (ou o lote global) explicitamente, sem
 depender de um objeto de estratégia.
 

@@ -1,7 +1,7 @@
 """A CNN do laboratório para o CIFAR-100, com um par saída/perda coerente.
 
 Escrito com ``tf.keras`` (não ``import keras``): o mesmo código dá um modelo Keras 3 normalmente
-e um modelo ``tf_keras`` quando ``TF_USE_LEGACY_KERAS=1`` (lição 05, ``MultiWorkerMirrored``).
+e um modelo ``tf_keras`` quando ``TF_USE_LEGACY_KERAS=1`` (lição 07, ``MultiWorkerMirrored``).
 
 O par escolhido: a última camada tem ``softmax`` (o modelo devolve probabilidades) e a perda é
 ``SparseCategoricalCrossentropy(from_logits=False)`` (espera probabilidades). O roteiro original

@@ -11,7 +11,7 @@ baixado durante o teste. Sem o Chromium, os testes FALHAM com a instrução de i
 
 As capturas de tela vão para ``tests/artifacts/`` (gerado, fora do git). Com
 ``UPDATE_DOCS_SCREENSHOTS=1``, a do painel também é copiada para ``docs/img/`` (a figura
-"o que você deve ver" da lição 03).
+"o que você deve ver" da lição 04).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exercício da lição 05: o gerador do notebook do aluno e as autoverificações (``labutils.checks``)."""
+"""Exercício da lição 07: o gerador do notebook do aluno e as autoverificações (``labutils.checks``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from labutils import checks, exercise
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTION = ROOT / "notebooks" / "05_exercicio_multiworker_solucao.ipynb"
-STUDENT = ROOT / "notebooks" / "05_exercicio_multiworker_aluno.ipynb"
+SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
+STUDENT = ROOT / "notebooks" / "07_exercicio_multiworker_aluno.ipynb"
 
 
 # ---------------------------------------------------------------- gerador
@@ -73,12 +73,12 @@ def test_generate_drops_solution_only_cells_and_outputs():
 def test_committed_student_notebook_is_the_generated_one():
     assert STUDENT.read_text(encoding="utf-8") == exercise.render(SOLUTION), (
         "O notebook do aluno está desatualizado: rode "
-        "`python -m labutils.exercise notebooks/05_exercicio_multiworker_solucao.ipynb`."
+        "`python -m labutils.exercise notebooks/07_exercicio_multiworker_solucao.ipynb`."
     )
 
 
 def test_cli_check_detects_a_stale_student_notebook(tmp_path, capsys):
-    sol = tmp_path / "05_x_solucao.ipynb"
+    sol = tmp_path / "07_x_solucao.ipynb"
     shutil.copy(SOLUTION, sol)
     assert exercise.main([str(sol), "--check"]) == 1  # o do aluno ainda não existe
     cli = subprocess.run(
@@ -93,7 +93,7 @@ def test_cli_check_detects_a_stale_student_notebook(tmp_path, capsys):
     assert exercise.main([str(sol), "--check"]) == 1
     assert "desatualizado" in capsys.readouterr().err
     with pytest.raises(exercise.ExerciseFormatError, match="_solucao"):
-        exercise.student_path(tmp_path / "05_x.ipynb")
+        exercise.student_path(tmp_path / "07_x.ipynb")
 
 
 def _code(nb):

@@ -1,4 +1,4 @@
-"""``labutils.multiworker`` (lição 05) e o treino da solução num cluster Ray real de vários nós."""
+"""``labutils.multiworker`` (lição 07) e o treino da solução num cluster Ray real de vários nós."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from labutils import checks, multiworker
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTION = ROOT / "notebooks" / "05_exercicio_multiworker_solucao.ipynb"
+SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 
 
 def _python(code: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -253,7 +253,7 @@ def _loop_from(notebook: Path) -> dict:
 
 
 def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers():
-    student = _loop_from(SOLUTION.with_name("05_exercicio_multiworker_aluno.ipynb"))
+    student = _loop_from(SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb"))
     todo3 = (
         "TODO 3 ainda não terminado: crie a estratégia tf.distribute.MultiWorkerMirroredStrategy."
     )

@@ -1,4 +1,4 @@
-"""Testes da lição 04: dispositivos, pipeline tf.data, modelo, medições e gráficos (dados minúsculos).
+"""Testes da lição 05: dispositivos, pipeline tf.data, modelo, medições e gráficos (dados minúsculos).
 
 Os testes que precisam de um processo novo (dividir a CPU antes de o TensorFlow inicializar,
 ``TF_USE_LEGACY_KERAS=1``) rodam em subprocessos.
@@ -325,7 +325,7 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
 
 
 def test_create_model_and_pipeline_work_under_legacy_tf_keras():
-    """Lição 05 usa estas funções com TF_USE_LEGACY_KERAS=1 (tf-keras 2.21)."""
+    """Lição 07 usa estas funções com TF_USE_LEGACY_KERAS=1 (tf-keras 2.21)."""
     result = run_python(
         """
         import json, warnings
