@@ -40,6 +40,14 @@ class Sizes:
     #: workers e épocas do exercício multi-worker (lição 07)
     num_workers: int
     multiworker_epochs: int
+    #: lição 06 (inferência em lote): imagens do fluxo classificado, lote de cada chamada ao
+    #: modelo, lotes da varredura, atores (``None`` = quantos couberem nas CPUs livres) e épocas
+    #: do treino rápido quando a lição 05 não deixou um modelo salvo
+    inference_images: int
+    inference_batch: int
+    inference_batch_sweep: tuple[int, ...]
+    inference_actors: int | None
+    inference_train_epochs: int
 
     @property
     def is_smoke(self) -> bool:
@@ -57,6 +65,11 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=5,
+        inference_images=100_000,
+        inference_batch=256,
+        inference_batch_sweep=(16, 64, 256, 1024),
+        inference_actors=None,
+        inference_train_epochs=2,
     ),
     "smoke": Sizes(
         scale="smoke",
@@ -68,6 +81,11 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=2,
+        inference_images=1_024,
+        inference_batch=128,
+        inference_batch_sweep=(16, 64, 256),
+        inference_actors=2,
+        inference_train_epochs=1,
     ),
 }
 
