@@ -1,15 +1,10 @@
-"""Inferência em lote em paralelo (lição 06): o modelo do CIFAR-100 classificando muitas imagens.
+"""Inferência em lote em paralelo (lição 06): a CNN do CIFAR-100 classificando muitas imagens.
 
 A escada: um processo (``model.predict``) → tarefas Ray que recarregam o modelo a cada chamada →
-um pool de atores que carrega o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` com
-uma classe → ``write_parquet``).
-
-Threads: o TensorFlow sozinho já usa todos os núcleos num processo. Para a comparação medir o
-paralelismo entre processos, cada processo de trabalho roda com ``threads`` threads de cálculo
-(``configure_threads``), o mesmo número de CPUs que reserva no Ray.
-
-Os workers nunca chamam o tfds (o mock do tfds só vale no processo que o ativa): recebem o modelo
-como bytes e as imagens como arrays ou arquivos Parquet.
+atores que carregam o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` → Parquet).
+Cada processo de trabalho calcula com ``threads`` threads (``configure_threads``), o número de CPUs
+que reserva no Ray. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa):
+recebem o modelo em bytes e as imagens em arrays ou arquivos Parquet.
 """
 
 from __future__ import annotations
@@ -18,7 +13,8 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +57,9 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     for candidate, origin in ((path, "salvo pela lição 05"), (quick, "do treino rápido anterior")):
         if candidate.exists():
             try:
-                return tf.keras.models.load_model(candidate), f"modelo {origin}: {candidate}"
+                return tf.keras.models.load_model(
+                    candidate, compile=False
+                ), f"modelo {origin}: {candidate}"
             except Exception as err:  # arquivo truncado ou de outra versão: treina de novo
                 print(f"Não consegui ler {candidate} ({type(err).__name__}); treino rápido.")
     from labutils.data import load_cifar100
@@ -73,7 +71,9 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     tf.keras.utils.set_random_seed(0)
     train, _ = get_data(cifar.train, cifar.test, batch_per_replica=size.batch_per_replica, seed=0)
     model = create_model(cifar.num_classes)
-    model.fit(train, epochs=size.inference_train_epochs, verbose=0)
+    with warnings.catch_warnings():  # o get_data já embaralha; o aviso do fit não se aplica
+        warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
+        model.fit(train, epochs=size.inference_train_epochs, verbose=0)
     save_model(model, path=quick)
     return model, (
         f"{path} não existe (rode a lição 05 antes para usar o modelo dela): treinei "
@@ -97,7 +97,7 @@ def model_from_bytes(blob: bytes) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "modelo.keras"
         file.write_bytes(blob)
-        return tf.keras.models.load_model(file)
+        return tf.keras.models.load_model(file, compile=False)  # só inferência: sem otimizador
 
 
 # ---------------------------------------------------------------- imagens
@@ -153,12 +153,14 @@ def decode(column: Any) -> np.ndarray:
 # ---------------------------------------------------------------- o que roda em cada processo
 
 
-def configure_threads(threads: int) -> int:
-    """Limita o TensorFlow deste processo a ``threads`` threads; devolve o número em vigor.
+def batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [images[i : i + batch_size] for i in range(0, len(images), batch_size)]
 
-    Só funciona antes da primeira operação do TF no processo. Num processo já iniciado com outro
-    número, nada muda, e o número devolvido diz quantas threads ele de fato usa.
-    """
+
+def configure_threads(threads: int) -> int:
+    """Limita o TF deste processo a ``threads`` threads (0 = padrão) e devolve o número em vigor.
+
+    Só vale antes da 1ª operação do TF; depois, nada muda e o número devolvido diz a verdade."""
     import tensorflow as tf
 
     try:
@@ -185,11 +187,8 @@ def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[np
 
 
 class Predictor:
-    """Carrega o modelo UMA vez (no construtor) e classifica lotes.
-
-    Serve de ator (``ray.remote(Predictor)``) e de classe do ``map_batches`` do Ray Data, que
-    chama ``__call__`` com lotes ``{"id": ..., "image": bytes}``.
-    """
+    """Carrega o modelo UMA vez (no construtor) e classifica lotes. Serve de ator
+    (``ray.remote(Predictor)``) e de classe do ``map_batches`` (lotes ``{"id", "image"}``)."""
 
     def __init__(self, blob: bytes, threads: int = 1):
         start = time.perf_counter()
@@ -221,6 +220,7 @@ class Rung:
     seconds: float
     labels: np.ndarray
     note: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def images_per_s(self) -> float:
@@ -239,7 +239,10 @@ def run_single(model: Any, images: np.ndarray, batch_size: int, name: str = "") 
 def _single_in_worker(blob: bytes, images: np.ndarray, batch_size: int, threads: int) -> Any:
     used = configure_threads(threads)
     rung = run_single(model_from_bytes(blob), images, batch_size, f"1 processo, {used} threads")
-    rung.note = f"processo novo, sem limite de threads: o TF usou {used}"
+    rung.note, rung.extra = (
+        f"processo novo, sem limite de threads: o TF usou {used}",
+        {"threads": used},
+    )
     return rung
 
 
@@ -253,10 +256,6 @@ def run_single_all_threads(blob: bytes, images: np.ndarray, batch_size: int) -> 
     return ray.get(task.remote(blob, images, batch_size, 0))
 
 
-def _batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    return [images[i : i + batch_size] for i in range(0, len(images), batch_size)]
-
-
 def run_reload_tasks(
     blob: bytes, images: np.ndarray, batch_size: int, *, threads: int = 1, cpus: float = 1
 ) -> Rung:
@@ -266,26 +265,24 @@ def run_reload_tasks(
     task = ray.remote(num_cpus=cpus)(predict_reloading)
     blob_ref = ray.put(blob)  # uma cópia no object store, não uma por tarefa
     start = time.perf_counter()
-    out = ray.get([task.remote(blob_ref, b, threads) for b in _batches(images, batch_size)])
+    out = ray.get([task.remote(blob_ref, b, threads) for b in batches(images, batch_size)])
     seconds = time.perf_counter() - start
     loading = sum(s for _, s in out)
     note = f"{len(out)} tarefas; {loading:.1f} s somados só recarregando o modelo"
-    return Rung("tarefas Ray (recarregam o modelo)", len(images), seconds,
-                np.concatenate([labels for labels, _ in out]), note)  # fmt: skip
+    labels = np.concatenate([labels for labels, _ in out])
+    extra = {"tasks": len(out), "reload_s": loading}
+    return Rung("tarefas Ray (recarregam o modelo)", len(images), seconds, labels, note, extra)
 
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
-    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve`` livre.
+    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``.
 
-    ``wanted=None``: todos os que cabem. Se não cabe nenhum, ou menos que ``wanted``, levanta
-    ``RuntimeError`` na hora: um pedido maior que o cluster esperaria para sempre. Espera até
-    10 s por CPUs que atores recém-encerrados ainda estejam devolvendo.
-    """
+    ``wanted=None``: todos os que cabem. Se cabem menos que ``wanted`` (ou nenhum), levanta
+    ``RuntimeError`` na hora, em vez de esperar para sempre. Espera até 10 s por CPUs que atores
+    recém-encerrados ainda estejam devolvendo."""
     import ray
 
-    if wanted is not None and (
-        isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1
-    ):
+    if wanted is not None and (type(wanted) is not int or wanted < 1):
         raise ValueError(f"O número de atores deve ser um inteiro >= 1, recebi {wanted!r}.")
     if not (isinstance(cpus_per_actor, int | float) and cpus_per_actor > 0):
         raise ValueError(f"cpus_per_actor deve ser positivo, recebi {cpus_per_actor!r}.")
@@ -334,7 +331,7 @@ def run_actor_pool(actors: list[Any], images: np.ndarray, batch_size: int) -> Ru
 
     pool = ActorPool(actors)
     start = time.perf_counter()
-    out = list(pool.map(lambda a, b: a.predict.remote(b), _batches(images, batch_size)))
+    out = list(pool.map(lambda a, b: a.predict.remote(b), batches(images, batch_size)))
     seconds = time.perf_counter() - start
     return Rung(f"pool de {len(actors)} atores (modelo carregado 1 vez)", len(images), seconds,
                 np.concatenate(out), f"lote de {batch_size}")  # fmt: skip
@@ -345,11 +342,14 @@ def run_ray_data(
     threads: int = 1, cpus: float = 1,
 ) -> Rung:  # fmt: skip
     """Degrau 4: ``read_parquet`` → ``map_batches(Predictor)`` → ``write_parquet``, e a leitura."""
+    import logging
+
     import ray
 
-    quiet_ray_data()
+    ray.data.DataContext.get_current().enable_progress_bars = False  # notebook sem barras
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
     start = time.perf_counter()
-    ds = ray.data.read_parquet(str(images_dir))
+    ds = ray.data.read_parquet(str(images_dir), override_num_blocks=4 * actors)  # lotes p/ todos
     predictions = ds.map_batches(
         Predictor,
         fn_constructor_kwargs={"blob": blob, "threads": threads},
@@ -373,16 +373,6 @@ def read_predictions(out_dir: Path) -> Any:
     return ray.data.read_parquet(str(out_dir)).to_pandas().sort_values("id", ignore_index=True)
 
 
-def quiet_ray_data() -> None:
-    """Sem barras de progresso nem logs INFO do Ray Data no notebook."""
-    import logging
-
-    import ray
-
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
-
-
 # ---------------------------------------------------------------- conferências
 
 
@@ -390,10 +380,7 @@ def check_same_labels(reference: np.ndarray, labels: np.ndarray, what: str) -> N
     """Levanta ``AssertionError`` se ``labels`` não são exatamente os rótulos de referência."""
     reference, labels = np.asarray(reference), np.asarray(labels)
     if reference.shape != labels.shape:
-        raise AssertionError(
-            f"{what}: {labels.shape[0] if labels.ndim else 0} previsões, esperava "
-            f"{reference.shape[0]} (uma por imagem, na mesma ordem)."
-        )
+        raise AssertionError(f"{what}: {labels.size} previsões, esperava {reference.size}.")
     wrong = np.flatnonzero(reference != labels)
     if wrong.size:
         raise AssertionError(

@@ -9,7 +9,7 @@ from pathlib import Path
 from labutils.bench.report import Report, machine_info
 from labutils.scale import SCALES, current_scale
 
-SECTIONS = ("search", "ray", "tf")
+SECTIONS = ("search", "ray", "tf", "inference")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         from labutils.bench import tf_bench
 
         tf_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
+        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
+    if "inference" in only:
+        from labutils.bench import inference_bench
+
+        inference_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
         report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     paths = report.write(args.out)
     print(report.markdown())

@@ -1,0 +1,197 @@
+"""Seção do benchmark: inferência em lote (lição 06), os degraus da escada em imagens/s.
+
+Roda num processo Python novo (``python -m labutils.bench.inference_bench JSON``): o limite de
+threads do TensorFlow só vale antes de o TF iniciar, e o Ray iniciado lá morre com o processo.
+Devolve as medidas como JSON na última linha; passou do limite de tempo, o grupo de processos
+inteiro é encerrado (SIGKILL) e o relatório diz isso. Nunca trava.
+
+O modelo é a CNN da lição 05 com pesos aleatórios (``create_model``): a vazão não depende dos
+pesos. Imagens: o mock do tfds na escala ``smoke``; na ``full``, o teste real do CIFAR-100 de
+``data/`` repetido até ``inference_images``; sem ele, nada é medido, a não ser com
+``--synthetic-data`` (imagens aleatórias do mesmo tamanho, e o relatório diz isso).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from labutils.bench.report import Measurement, Report
+from labutils.scale import pick, sizes
+
+SECTION = "Inferência em lote (lição 06)"
+IPS = "imagens/s"
+ROWS = {
+    "single": "1 processo, 1 thread (model.predict)",
+    "all_threads": "1 processo, threads padrão do TF",
+    "tasks": "tarefas Ray que recarregam o modelo",
+    "pool": "pool de atores (modelo carregado 1 vez)",
+    "data": "Ray Data: read_parquet → map_batches → write_parquet",
+}
+#: lotes medidos no degrau das tarefas (cada uma recarrega o modelo: o fluxo inteiro levaria minutos)
+TASK_BATCHES = 16
+
+
+def timeout_s(scale: str) -> float:
+    return pick(full=1800.0, smoke=300.0, scale=scale)
+
+
+def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
+    """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
+    from labutils.bench.tf_bench import _kill_group
+
+    args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale}
+    cmd = [sys.executable, "-m", "labutils.bench.inference_bench", json.dumps(args)]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout_s(scale))
+        lines = [line for line in out.strip().splitlines() if line.startswith("{")]
+        tail = " | ".join(err.strip().splitlines()[-5:])
+        result = json.loads(lines[-1]) if lines else {"error": f"código {proc.returncode}: {tail}"}
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        result = {"error": f"passou do limite de {timeout_s(scale):g} s e foi encerrado (SIGKILL)."}
+    finally:
+        _kill_group(proc.pid)
+    add_rows(report, result)
+
+
+def add_rows(report: Report, result: dict[str, Any]) -> None:
+    values, meta = result.get("results", {}), result.get("meta", {})
+    if "single" not in values:
+        for approach in ROWS.values():
+            report.skip(SECTION, approach, result.get("error") or "não medido")
+        return
+    base = sorted(values["single"])[len(values["single"]) // 2]
+    bounds = meta.get("bounds", {})
+    notes = {
+        "single": f"linha de base; {meta.get('images')} imagens, lote {meta.get('batch')}: "
+        f"{meta.get('source', '')}",
+        "all_threads": f"processo novo sem limite de threads (o TF usou {meta.get('threads')})",
+        "tasks": f"{meta.get('task_images')} imagens, uma tarefa por lote; "
+        f"{meta.get('reload_s', 0):.1f} s somados recarregando o modelo",
+        "pool": f"{meta.get('actors')} atores × 1 CPU, 1 thread cada",
+        "data": f"{meta.get('actors')} atores × {meta.get('data_cpus')} CPU "
+        "(1 CPU livre para ler e gravar), 1 thread cada; inclui o início dos atores",
+    }
+    for key, approach in ROWS.items():
+        if key not in values:
+            report.skip(SECTION, approach, result.get("errors", {}).get(key, "não medido"))
+            continue
+        median = sorted(values[key])[len(values[key]) // 2]
+        speedup = None if key == "single" else median / base
+        bound = None if key == "single" else bounds.get(key)
+        report.add(
+            Measurement(SECTION, approach, IPS, values[key], speedup, bound, notes[key], True)
+        )
+
+
+# ---------------------------------------------------------------- lado do processo de medida
+
+
+def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
+    """``(imagens uint8 do fluxo, fonte)``; levanta ``DatasetUnavailableError`` sem dados."""
+    import numpy as np
+
+    from labutils import inference
+    from labutils.data import DatasetUnavailableError
+
+    try:
+        images = inference.load_images(scale)
+        return images.stream, images.source
+    except DatasetUnavailableError:
+        if not synthetic:
+            raise
+    n = sizes(scale).inference_images
+    rng = np.random.default_rng(0)
+    stream = rng.integers(0, 256, size=(n, *inference.IMAGE_SHAPE), dtype=np.uint8)
+    return stream, f"imagens SINTÉTICAS ({n}, aleatórias): o CIFAR-100 real falta"
+
+
+def measure(args: dict[str, Any]) -> dict[str, Any]:
+    from labutils import inference
+
+    inference.configure_threads(1)
+    import ray
+    import tensorflow as tf
+
+    from labutils.raytools import init_ray
+    from labutils.tfmodel import create_model
+
+    scale, repeats = args["scale"], args["repeats"]
+    size = sizes(scale)
+    stream, source = load_stream(scale, args["synthetic"])
+    tf.keras.utils.set_random_seed(0)
+    model = create_model()
+    blob = inference.model_bytes(model)
+    batch = size.inference_batch
+    task_images = stream[: TASK_BATCHES * batch]
+    results: dict[str, list[float]] = {k: [] for k in ROWS}
+    init_ray(dashboard=False)
+    folder = Path(tempfile.mkdtemp(prefix="labutils-bench-inferencia-"))
+    try:
+        actors_n = inference.plan_pool(size.inference_actors)
+        data_cpus = inference.data_actor_cpus(actors_n)
+        inference.write_image_files(stream, folder / "imagens", files=2 * actors_n)
+        reload_s = 0.0
+        for _ in range(repeats):
+            single = inference.run_single(model, stream, batch)
+            reference = {len(stream): single.labels}
+            rungs = {"single": single,
+                     "all_threads": inference.run_single_all_threads(blob, stream, batch),
+                     "tasks": inference.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
+            reload_s = rungs["tasks"].extra["reload_s"]
+            reference[len(task_images)] = single.labels[: len(task_images)]
+            actors = inference.start_actors(blob, inference.plan_pool(actors_n))
+            try:
+                rungs["pool"] = inference.run_actor_pool(actors, stream, batch)
+            finally:
+                for actor in actors:
+                    ray.kill(actor)
+            inference.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
+            rungs["data"] = inference.run_ray_data(
+                blob, folder / "imagens", folder / "previsoes", actors=actors_n,
+                batch_size=batch, cpus=data_cpus,
+            )  # fmt: skip
+            for key, rung in rungs.items():
+                inference.check_same_labels(reference[rung.images], rung.labels, rung.name)
+                results[key].append(rung.images_per_s)
+        threads = int(rungs["all_threads"].extra["threads"])
+        cores = len(os.sched_getaffinity(0))
+        bounds = {
+            "all_threads": inference.speedup_bound(1, threads),
+            **{k: inference.speedup_bound(actors_n, 1) for k in ("tasks", "pool", "data")},
+        }
+        meta = {"images": len(stream), "batch": batch, "source": source, "threads": threads,
+                "task_images": len(task_images), "reload_s": reload_s, "actors": actors_n,
+                "data_cpus": data_cpus, "bounds": bounds, "cores": cores}  # fmt: skip
+    finally:
+        ray.shutdown()
+    return {"meta": meta, "results": results}
+
+
+def _main(argv: list[str]) -> int:
+    from labutils.data import DatasetUnavailableError
+
+    try:
+        out = measure(json.loads(argv[0]))
+    except DatasetUnavailableError as err:
+        out = {"error": "DatasetUnavailableError: " + " ".join(str(err).split())}
+    except Exception as err:  # a linha do relatório diz o que falhou
+        out = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:400]}"}
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+"""Inferência em lote (lição 06): os degraus dão os mesmos rótulos e os pedidos impossíveis falham.
+
+Nada aqui mede velocidade: só correção, com imagens aleatórias pequenas e um modelo sem treino.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import ray
+
+from labutils import inference, raytools
+from labutils.tfmodel import create_model
+
+N_IMAGES = 96
+BATCH = 32
+
+
+@pytest.fixture(scope="module")
+def images():
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, size=(N_IMAGES, 32, 32, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return create_model()
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    raytools.init_ray(num_cpus=2, dashboard=False)
+    yield
+    ray.shutdown()
+
+
+# ---------------------------------------------------------------- sem Ray
+
+
+def test_check_same_labels_goes_red_on_any_difference():
+    ref = np.array([3, 1, 4, 1, 5])
+    inference.check_same_labels(ref, ref.copy(), "igual")
+    wrong = ref.copy()
+    wrong[2] = 9
+    with pytest.raises(AssertionError, match=r"x: 1 de 5 rótulos diferem.*\[2\]"):
+        inference.check_same_labels(ref, wrong, "x")
+    with pytest.raises(AssertionError, match="4 previsões, esperava 5"):
+        inference.check_same_labels(ref, ref[:4], "curto")
+
+
+def test_model_path_depends_on_scale():
+    assert inference.model_path("smoke").name == "cifar100_cnn_smoke.keras"
+    assert inference.model_path("full").name == "cifar100_cnn_full.keras"
+    assert inference.model_path("smoke").parent.name == "models"
+
+
+def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
+    path = inference.save_model(model, path=tmp_path / "m.keras")
+    assert path.exists() and not list(tmp_path.glob(".*parcial*"))
+    again = inference.model_from_bytes(path.read_bytes())
+    expected = inference.predict_labels(model, images, BATCH)
+    inference.check_same_labels(expected, inference.predict_labels(again, images, BATCH), "disco")
+    copy = inference.model_from_bytes(inference.model_bytes(model))
+    inference.check_same_labels(expected, inference.predict_labels(copy, images, 7), "bytes")
+
+
+def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, model):
+    saved = inference.save_model(model, path=tmp_path / "salvo" / "cifar100_cnn_smoke.keras")
+    _, origin = inference.load_or_train("smoke", path=saved)
+    assert "salvo pela lição 05" in origin
+    missing = tmp_path / "vazio" / "cifar100_cnn_smoke.keras"
+    trained, origin = inference.load_or_train("smoke", path=missing)
+    assert "não existe" in origin and "treinei" in origin
+    assert (missing.parent / "cifar100_cnn_smoke_rapido.keras").exists()
+    _, origin = inference.load_or_train("smoke", path=missing)
+    assert "treino rápido anterior" in origin
+
+
+def test_image_files_roundtrip(tmp_path, images):
+    import pyarrow.parquet as pq
+
+    folder = inference.write_image_files(images, tmp_path / "img", files=3)
+    table = pq.read_table(folder).sort_by("id")
+    assert table.num_rows == N_IMAGES
+    assert np.array_equal(inference.decode(table["image"].to_pylist()), images)
+
+
+def test_load_images_makes_a_stream_of_the_configured_size():
+    imgs = inference.load_images("smoke")
+    size = inference.sizes("smoke")
+    assert imgs.stream.shape == (size.inference_images, 32, 32, 3)
+    assert imgs.stream.dtype == np.uint8 and imgs.test.shape[0] == size.cifar_test_examples
+    assert np.array_equal(imgs.stream[: len(imgs.test)], imgs.test)
+    assert "ALEATÓRIAS" in imgs.source
+
+
+# ---------------------------------------------------------------- com Ray
+
+
+def test_pool_too_big_fails_fast_in_portuguese(ray_session):
+    assert inference.plan_pool(None) == 2
+    assert inference.plan_pool(2, 0.5, reserve=1.0) == 2
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="esperariam para sempre"):
+        inference.plan_pool(3)
+    with pytest.raises(RuntimeError, match="mais 1 para ler e gravar"):
+        inference.plan_pool(2, 1.0, reserve=1.0)
+    assert time.monotonic() - start < 5, "um pedido impossível deve falhar na hora"
+    with pytest.raises(ValueError, match="inteiro >= 1"):
+        inference.plan_pool(0)
+    assert inference.data_actor_cpus(2) == 0.5
+
+
+def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model, images):
+    expected = inference.run_single(model, images, BATCH).labels
+    blob = inference.model_bytes(model)
+
+    tasks = inference.run_reload_tasks(blob, images, BATCH)
+    inference.check_same_labels(expected, tasks.labels, tasks.name)
+    assert "3 tarefas" in tasks.note
+
+    actors = inference.start_actors(blob, inference.plan_pool(2))
+    try:
+        infos = ray.get([a.info.remote() for a in actors])
+        assert [i["threads"] for i in infos] == [1, 1]
+        pool = inference.run_actor_pool(actors, images, BATCH)
+        inference.check_same_labels(expected, pool.labels, pool.name)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+    folder = inference.write_image_files(images, tmp_path / "img", files=4)
+    cpus = inference.data_actor_cpus(2)
+    inference.plan_pool(2, cpus, reserve=inference.IO_CPUS)
+    data = inference.run_ray_data(
+        blob, folder, tmp_path / "out", actors=2, batch_size=BATCH, cpus=cpus
+    )
+    inference.check_same_labels(expected, data.labels, data.name)
+    assert data.images == N_IMAGES
