@@ -139,3 +139,28 @@ def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model
     )
     inference.check_same_labels(expected, data.labels, data.name)
     assert data.images == N_IMAGES
+
+
+# ---------------------------------------------------------------- benchmark (make bench)
+
+
+def test_bench_rows_have_speedup_and_bound_or_say_why_not():
+    from labutils.bench import inference_bench
+    from labutils.bench.report import Report
+
+    report = Report({})
+    inference_bench.add_rows(report, {"error": "passou do limite de 9 s"})
+    assert not report.rows and len(report.skipped) == len(inference_bench.ROWS)
+    assert all("passou do limite" in s.reason for s in report.skipped)
+
+    values = {k: [100.0, 120.0, 110.0] for k in inference_bench.ROWS}
+    values["data"] = [180.0]
+    bounds = {k: 2.0 for k in ("all_threads", "tasks", "pool", "data")}
+    report = Report({})
+    inference_bench.add_rows(report, {"results": values, "meta": {"bounds": bounds}})
+    rows = {r.approach: r for r in report.rows}
+    assert len(rows) == len(inference_bench.ROWS) and not report.skipped
+    base = rows[inference_bench.ROWS["single"]]
+    assert base.speedup is None and base.median == 110.0
+    data = rows[inference_bench.ROWS["data"]]
+    assert data.speedup == pytest.approx(180 / 110) and data.of_bound == pytest.approx(0.818, 1e-3)
