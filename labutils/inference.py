@@ -368,9 +368,9 @@ def run_ray_data(
 
 def read_predictions(out_dir: Path) -> Any:
     """As previsões gravadas em Parquet, em ordem de ``id`` (um ``pandas.DataFrame``)."""
-    import ray
+    import pandas as pd
 
-    return ray.data.read_parquet(str(out_dir)).to_pandas().sort_values("id", ignore_index=True)
+    return pd.read_parquet(out_dir).sort_values("id", ignore_index=True)
 
 
 # ---------------------------------------------------------------- conferências
