@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from labutils.bench.report import Measurement, Report
-from labutils.scale import pick, sizes
+from labutils.config import pick, sizes
 
 PIPELINE = "TensorFlow: pipeline de entrada"
 TRAIN = "TensorFlow: treino"
