@@ -125,6 +125,8 @@ def pytest_sessionfinish(session, exitstatus):
     if not left:
         return
     listing = "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
-    print(f"\nERRO: processos do Ray deixados pelos testes desta sessão (encerrando-os):\n{listing}")
+    print(
+        f"\nERRO: processos do Ray deixados pelos testes desta sessão (encerrando-os):\n{listing}"
+    )
     kill_leftovers(left)
     session.exitstatus = 1
