@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from labutils import system
 from labutils.bench.report import Measurement, Report
-from labutils.config import pick, sizes
+from labutils.config import child_env, omp_threads, pick, sizes
 
 PIPELINE = "TensorFlow: pipeline de entrada"
 TRAIN = "TensorFlow: treino"
@@ -80,36 +79,17 @@ def spawn(mode: str, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     Em qualquer falha devolve ``{"error": motivo}``. O processo abre um grupo próprio, encerrado
     inteiro no fim (inclusive o Ray que ele tenha iniciado), termine ele bem ou não.
     """
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]}
+    env = child_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]})
     cmd = [sys.executable, "-m", "labutils.bench.tf_bench", mode, json.dumps(args)]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
+        done = system.run(cmd, timeout=timeout_s, env=env, check=False)
+    except system.CommandError:
         return {"error": f"passou do limite de {timeout_s:g} s e foi encerrado (SIGKILL)."}
-    finally:
-        _kill_group(proc.pid)
-    for line in reversed(out.strip().splitlines()):
+    for line in reversed(done.stdout.strip().splitlines()):
         if line.startswith("{"):
             return json.loads(line)
-    tail = " | ".join(err.strip().splitlines()[-5:])
-    return {"error": f"o processo de medida terminou com código {proc.returncode}: {tail}"}
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    tail = " | ".join(done.stderr.strip().splitlines()[-5:])
+    return {"error": f"o processo de medida terminou com código {done.returncode}: {tail}"}
 
 
 def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> None:
@@ -288,7 +268,7 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
         "node": ray.get_runtime_context().get_node_id(),
         "gpus": len(tf.config.list_physical_devices("GPU")),
         # o Ray limita as threads de cálculo ao que a tarefa reservou (OMP_NUM_THREADS)
-        "threads": int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0))),
+        "threads": omp_threads() or len(os.sched_getaffinity(0)),
         "node_cores": len(os.sched_getaffinity(0)),
     }
     with tempfile.TemporaryDirectory() as tmp:
