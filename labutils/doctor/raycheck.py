@@ -2,7 +2,7 @@
 
 As dependências do painel são as do extra ``ray[default]``, lidas dos metadados do próprio Ray
 (``importlib.metadata.requires("ray")``) e procuradas com ``importlib.util.find_spec``: nada da
-API privada do Ray (``ray._private``), que muda entre versões.
+API privada do Ray, que muda entre versões.
 """
 
 from __future__ import annotations

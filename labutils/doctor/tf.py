@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
-from labutils import system
+from labutils import config, system
 from labutils.doctor.pins import pinned, pip_install
 from labutils.doctor.rows import FAIL, INSTALL_HINT, OK, WARN, Row
 
@@ -44,7 +43,7 @@ def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dic
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
     try:
         proc = system.run([python, "-c", _TF_PROBE], timeout=timeout, env=env, check=False)
     except system.CommandError:
