@@ -19,14 +19,14 @@ import pytest
 from nbval.plugin import find_comment_markers
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-NBVAL_COMMENT = re.compile(r"^\s*#\s*(NBVAL_|PYTEST_VALIDATE_)", re.M)
+NBVAL_COMMENT = re.compile(r"^\s*#\s*(NBVAL_|PYTEST_VALIDATE_)\w*", re.M)
 CHECK_TAG = "nbval-check-output"
 
 
 def marker_comments(nb) -> list[str]:
     """Células com comentários de marca do nbval no código (``# NBVAL_...``)."""
     return [
-        f"célula {i}: {m.group(0).strip()}..."
+        f"célula {i}: {m.group(0).strip()}"
         for i, cell in enumerate(nb.cells)
         if cell.cell_type == "code"
         for m in [NBVAL_COMMENT.search(cell.source)]
