@@ -20,7 +20,6 @@ import copy
 import csv
 import heapq
 import math
-import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,13 +28,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from labutils.scale import pick
+from labutils.config import pick, results_dir
 
 #: maior semente que o scikit-learn sorteia para cada árvore (``sklearn.ensemble._forest.MAX_INT``)
 MAX_INT = np.iinfo(np.int32).max
 #: colunas dos resultados de uma busca (uma linha por configuração)
 RESULT_COLUMNS = ("n_estimators", "max_depth", "mse", "segundos")
-RESULTS_DIR_ENV = "LABUTILS_RESULTS_DIR"
 
 
 @dataclass(frozen=True)
@@ -357,14 +355,6 @@ def combine_chunks(
 
 
 # ---------------------------------------------------------------- resultados e progresso
-
-
-def results_dir() -> Path:
-    """Pasta dos resultados: ``LABUTILS_RESULTS_DIR`` ou ``results/`` na raiz do repositório."""
-    env = os.environ.get(RESULTS_DIR_ENV)
-    folder = Path(env).expanduser() if env else Path(__file__).resolve().parents[1] / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def results_path(name: str) -> Path:

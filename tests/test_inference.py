@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import ray
 
-from labutils import inference, raytools
+from labutils import inference, inference_ray, raytools
 from labutils.tfmodel import create_model
 
 N_IMAGES = 96
@@ -100,41 +100,41 @@ def test_load_images_makes_a_stream_of_the_configured_size():
 
 
 def test_pool_too_big_fails_fast_in_portuguese(ray_session):
-    assert inference.plan_pool(None) == 2
-    assert inference.plan_pool(2, 0.5, reserve=1.0) == 2
+    assert inference_ray.plan_pool(None) == 2
+    assert inference_ray.plan_pool(2, 0.5, reserve=1.0) == 2
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="esperariam para sempre"):
-        inference.plan_pool(3)
+        inference_ray.plan_pool(3)
     with pytest.raises(RuntimeError, match="mais 1 para ler e gravar"):
-        inference.plan_pool(2, 1.0, reserve=1.0)
+        inference_ray.plan_pool(2, 1.0, reserve=1.0)
     assert time.monotonic() - start < 5, "um pedido impossível deve falhar na hora"
     with pytest.raises(ValueError, match="inteiro >= 1"):
-        inference.plan_pool(0)
-    assert inference.data_actor_cpus(2) == 0.5
+        inference_ray.plan_pool(0)
+    assert inference_ray.data_actor_cpus(2) == 0.5
 
 
 def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model, images):
-    expected = inference.run_single(model, images, BATCH).labels
+    expected = inference_ray.run_single(model, images, BATCH).labels
     blob = inference.model_bytes(model)
 
-    tasks = inference.run_reload_tasks(blob, images, BATCH)
+    tasks = inference_ray.run_reload_tasks(blob, images, BATCH)
     inference.check_same_labels(expected, tasks.labels, tasks.name)
     assert "3 tarefas" in tasks.note
 
-    actors = inference.start_actors(blob, inference.plan_pool(2))
+    actors = inference_ray.start_actors(blob, inference_ray.plan_pool(2))
     try:
         infos = ray.get([a.info.remote() for a in actors])
         assert [i["threads"] for i in infos] == [1, 1]
-        pool = inference.run_actor_pool(actors, images, BATCH)
+        pool = inference_ray.run_actor_pool(actors, images, BATCH)
         inference.check_same_labels(expected, pool.labels, pool.name)
     finally:
         for actor in actors:
             ray.kill(actor)
 
     folder = inference.write_image_files(images, tmp_path / "img", files=4)
-    cpus = inference.data_actor_cpus(2)
-    inference.plan_pool(2, cpus, reserve=inference.IO_CPUS)
-    data = inference.run_ray_data(
+    cpus = inference_ray.data_actor_cpus(2)
+    inference_ray.plan_pool(2, cpus, reserve=inference.IO_CPUS)
+    data = inference_ray.run_ray_data(
         blob, folder, tmp_path / "out", actors=2, batch_size=BATCH, cpus=cpus
     )
     inference.check_same_labels(expected, data.labels, data.name)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from labutils import system
 from labutils.bench.report import Measurement, Report
-from labutils.scale import pick, sizes
+from labutils.config import child_env, pick, sizes
 
 SECTION = "Inferência em lote (lição 06)"
 IPS = "imagens/s"
@@ -43,26 +43,16 @@ def timeout_s(scale: str) -> float:
 
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
     """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
-    from labutils.bench.tf_bench import _kill_group
-
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale}
+    env = child_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale})
     cmd = [sys.executable, "-m", "labutils.bench.inference_bench", json.dumps(args)]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True,
-    )  # fmt: skip
     try:
-        out, err = proc.communicate(timeout=timeout_s(scale))
-        lines = [line for line in out.strip().splitlines() if line.startswith("{")]
-        tail = " | ".join(err.strip().splitlines()[-5:])
-        result = json.loads(lines[-1]) if lines else {"error": f"código {proc.returncode}: {tail}"}
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
+        done = system.run(cmd, timeout=timeout_s(scale), env=env, check=False)
+        lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
+        tail = " | ".join(done.stderr.strip().splitlines()[-5:])
+        result = json.loads(lines[-1]) if lines else {"error": f"código {done.returncode}: {tail}"}
+    except system.CommandError:
         result = {"error": f"passou do limite de {timeout_s(scale):g} s e foi encerrado (SIGKILL)."}
-    finally:
-        _kill_group(proc.pid)
     add_rows(report, result)
 
 
@@ -119,7 +109,7 @@ def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
 
 
 def measure(args: dict[str, Any]) -> dict[str, Any]:
-    from labutils import inference
+    from labutils import inference, inference_ray
 
     inference.configure_threads(1)
     import ray
@@ -140,26 +130,26 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     init_ray(dashboard=False)
     folder = Path(tempfile.mkdtemp(prefix="labutils-bench-inferencia-"))
     try:
-        actors_n = inference.plan_pool(size.inference_actors)
-        data_cpus = inference.data_actor_cpus(actors_n)
+        actors_n = inference_ray.plan_pool(size.inference_actors)
+        data_cpus = inference_ray.data_actor_cpus(actors_n)
         inference.write_image_files(stream, folder / "imagens", files=2 * actors_n)
         reload_s = 0.0
         for _ in range(repeats):
-            single = inference.run_single(model, stream, batch)
+            single = inference_ray.run_single(model, stream, batch)
             reference = {len(stream): single.labels}
             rungs = {"single": single,
-                     "all_threads": inference.run_single_all_threads(blob, stream, batch),
-                     "tasks": inference.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
+                     "all_threads": inference_ray.run_single_all_threads(blob, stream, batch),
+                     "tasks": inference_ray.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
             reload_s = rungs["tasks"].extra["reload_s"]
             reference[len(task_images)] = single.labels[: len(task_images)]
-            actors = inference.start_actors(blob, inference.plan_pool(actors_n))
+            actors = inference_ray.start_actors(blob, inference_ray.plan_pool(actors_n))
             try:
-                rungs["pool"] = inference.run_actor_pool(actors, stream, batch)
+                rungs["pool"] = inference_ray.run_actor_pool(actors, stream, batch)
             finally:
                 for actor in actors:
                     ray.kill(actor)
-            inference.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
-            rungs["data"] = inference.run_ray_data(
+            inference_ray.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
+            rungs["data"] = inference_ray.run_ray_data(
                 blob, folder / "imagens", folder / "previsoes", actors=actors_n,
                 batch_size=batch, cpus=data_cpus,
             )  # fmt: skip

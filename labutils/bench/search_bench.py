@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from labutils.bench.report import Measurement, Report
-from labutils.scale import pick, sizes
+from labutils.config import pick, sizes
 from labutils.search import (
     Chunk,
     combine_chunks,
