@@ -24,6 +24,8 @@ from labutils.config import results_dir, sizes
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 IMAGE_SHAPE = (32, 32, 3)
+#: previsões: ``(rótulos int64, confiança float32)``, uma linha por imagem
+Preds = tuple[np.ndarray, np.ndarray]
 #: CPUs deixadas livres para as tarefas de leitura e gravação do Ray Data
 IO_CPUS = 1.0
 
@@ -155,14 +157,20 @@ def configure_threads(threads: int) -> int:
     return tf.config.threading.get_intra_op_parallelism_threads() or len(os.sched_getaffinity(0))
 
 
-def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> np.ndarray:
-    """Classe mais provável de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``)."""
-    probs = model.predict(images.astype(np.float32) / 255.0, batch_size=batch_size, verbose=0)
-    return probs.argmax(axis=1).astype(np.int64)
+def top1(probs: Any) -> Preds:
+    """``(rótulos, confiança)``: a classe mais provável e a probabilidade que o modelo lhe deu."""
+    probs = np.asarray(probs)
+    labels = probs.argmax(axis=1).astype(np.int64)
+    return labels, probs[np.arange(len(labels)), labels].astype(np.float32)
 
 
-def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[np.ndarray, float]:
-    """Corpo da tarefa ingênua: recarrega o modelo a cada chamada. ``(rótulos, s carregando)``."""
+def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
+    """:func:`top1` de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``)."""
+    return top1(model.predict(images.astype(np.float32) / 255.0, batch_size=batch_size, verbose=0))
+
+
+def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:
+    """Corpo da tarefa ingênua: recarrega o modelo a cada chamada. ``(previsões, s carregando)``."""
     configure_threads(threads)
     start = time.perf_counter()
     model = model_from_bytes(blob)
@@ -181,26 +189,28 @@ class Predictor:
         self.model.predict_on_batch(np.zeros((1, *IMAGE_SHAPE), np.float32))  # compila o grafo
         self.load_s = time.perf_counter() - start
 
-    def predict(self, images: np.ndarray) -> np.ndarray:
-        probs = self.model.predict_on_batch(images.astype(np.float32) / 255.0)
-        return np.asarray(probs).argmax(axis=1).astype(np.int64)
+    def predict(self, images: np.ndarray) -> Preds:
+        return top1(self.model.predict_on_batch(images.astype(np.float32) / 255.0))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"id": batch["id"], "label": self.predict(decode(batch["image"]))}
+        labels, confidence = self.predict(decode(batch["image"]))
+        return {"id": batch["id"], "label": labels, "confidence": confidence}
 
     def info(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "threads": self.threads, "load_s": self.load_s}
 
 
-def check_same_labels(reference: np.ndarray, labels: np.ndarray, what: str) -> None:
-    """Levanta ``AssertionError`` se ``labels`` não são exatamente os rótulos de referência."""
-    reference, labels = np.asarray(reference), np.asarray(labels)
-    if reference.shape != labels.shape:
-        raise AssertionError(f"{what}: {labels.size} previsões, esperava {reference.size}.")
-    wrong = np.flatnonzero(reference != labels)
+def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
+    """Levanta ``AssertionError`` se os rótulos de ``got`` não são exatamente os da referência,
+    ou se a confiança difere (mais que arredondamento): pega imagens trocadas mesmo quando um
+    modelo fraco dá a mesma classe a todas (o caso das imagens aleatórias da escala smoke)."""
+    (ref, ref_conf), (labels, conf) = reference, got
+    if np.shape(ref) != np.shape(labels):
+        raise AssertionError(f"{what}: {np.size(labels)} previsões, esperava {np.size(ref)}.")
+    wrong = np.flatnonzero((np.asarray(ref) != labels) | ~np.isclose(ref_conf, conf, rtol=1e-4))
     if wrong.size:
         raise AssertionError(
-            f"{what}: {wrong.size} de {reference.size} rótulos diferem do processo único "
+            f"{what}: {wrong.size} de {np.size(ref)} previsões diferem do processo único "
             f"(primeiros índices: {wrong[:5].tolist()})."
         )
 

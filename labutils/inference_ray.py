@@ -35,8 +35,13 @@ class Rung:
     images: int
     seconds: float
     labels: np.ndarray
+    confidence: np.ndarray
     note: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def predictions(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.labels, self.confidence
 
     @property
     def images_per_s(self) -> float:
@@ -47,9 +52,9 @@ def run_single(model: Any, images: np.ndarray, batch_size: int, name: str = "") 
     """Degrau 1: ``model.predict`` neste processo (depois de um lote de aquecimento)."""
     predict_labels(model, images[:batch_size], batch_size)  # 1ª chamada compila o grafo
     start = time.perf_counter()
-    labels = predict_labels(model, images, batch_size)
+    labels, confidence = predict_labels(model, images, batch_size)
     seconds = time.perf_counter() - start
-    return Rung(name or "1 processo (model.predict)", len(images), seconds, labels)
+    return Rung(name or "1 processo (model.predict)", len(images), seconds, labels, confidence)
 
 
 def _single_in_worker(blob: bytes, images: np.ndarray, batch_size: int, threads: int) -> Any:
@@ -85,9 +90,10 @@ def run_reload_tasks(
     seconds = time.perf_counter() - start
     loading = sum(s for _, s in out)
     note = f"{len(out)} tarefas; {loading:.1f} s somados só recarregando o modelo"
-    labels = np.concatenate([labels for labels, _ in out])
+    labels, confidence = (np.concatenate([p[i] for p, _ in out]) for i in (0, 1))
     extra = {"tasks": len(out), "reload_s": loading}
-    return Rung("tarefas Ray (recarregam o modelo)", len(images), seconds, labels, note, extra)
+    name = "tarefas Ray (recarregam o modelo)"
+    return Rung(name, len(images), seconds, labels, confidence, note, extra)
 
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
@@ -149,8 +155,9 @@ def run_actor_pool(actors: list[Any], images: np.ndarray, batch_size: int) -> Ru
     start = time.perf_counter()
     out = list(pool.map(lambda a, b: a.predict.remote(b), batches(images, batch_size)))
     seconds = time.perf_counter() - start
-    return Rung(f"pool de {len(actors)} atores (modelo carregado 1 vez)", len(images), seconds,
-                np.concatenate(out), f"lote de {batch_size}")  # fmt: skip
+    labels, confidence = (np.concatenate([p[i] for p in out]) for i in (0, 1))
+    name = f"pool de {len(actors)} atores (modelo carregado 1 vez)"
+    return Rung(name, len(images), seconds, labels, confidence, f"lote de {batch_size}")
 
 
 def run_ray_data(
@@ -178,8 +185,9 @@ def run_ray_data(
     predictions.write_parquet(str(out_dir), mode="overwrite")
     seconds = time.perf_counter() - start
     back = read_predictions(out_dir)
-    return Rung(f"Ray Data ({actors} atores)", len(back), seconds, back["label"].to_numpy(),
-                f"lote de {batch_size}; lê e grava Parquet")  # fmt: skip
+    labels, confidence = back["label"].to_numpy(), back["confidence"].to_numpy()
+    note = f"lote de {batch_size}; lê e grava Parquet"
+    return Rung(f"Ray Data ({actors} atores)", len(back), seconds, labels, confidence, note)
 
 
 def read_predictions(out_dir: Path) -> Any:

@@ -40,14 +40,17 @@ def ray_session():
 
 
 def test_check_same_labels_goes_red_on_any_difference():
-    ref = np.array([3, 1, 4, 1, 5])
-    inference.check_same_labels(ref, ref.copy(), "igual")
-    wrong = ref.copy()
+    ref = np.array([3, 1, 4, 1, 5]), np.array([0.5, 0.2, 0.3, 0.9, 0.4], np.float32)
+    inference.check_same_labels(ref, (ref[0].copy(), ref[1] * (1 + 1e-6)), "igual")
+    wrong = ref[0].copy()
     wrong[2] = 9
-    with pytest.raises(AssertionError, match=r"x: 1 de 5 rótulos diferem.*\[2\]"):
-        inference.check_same_labels(ref, wrong, "x")
+    with pytest.raises(AssertionError, match=r"x: 1 de 5 previsões diferem.*\[2\]"):
+        inference.check_same_labels(ref, (wrong, ref[1]), "x")
+    swapped = ref[1][[0, 1, 2, 4, 3]]  # mesma classe, outra imagem: só a confiança denuncia
+    with pytest.raises(AssertionError, match=r"2 de 5 previsões diferem.*\[3, 4\]"):
+        inference.check_same_labels((np.ones(5), ref[1]), (np.ones(5), swapped), "troca")
     with pytest.raises(AssertionError, match="4 previsões, esperava 5"):
-        inference.check_same_labels(ref, ref[:4], "curto")
+        inference.check_same_labels(ref, (ref[0][:4], ref[1][:4]), "curto")
 
 
 def test_model_path_depends_on_scale():
@@ -87,6 +90,19 @@ def test_image_files_roundtrip(tmp_path, images):
     assert np.array_equal(inference.decode(table["image"].to_pylist()), images)
 
 
+def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
+    """A classe dos atores e do Ray Data, chamada aqui mesmo (sem Ray), com lotes de Parquet."""
+    import pyarrow.parquet as pq
+
+    expected = inference.predict_labels(model, images, BATCH)
+    predictor = inference.Predictor(inference.model_bytes(model))
+    inference.check_same_labels(expected, predictor.predict(images), "Predictor.predict")
+    table = pq.read_table(inference.write_image_files(images, tmp_path, files=2)).sort_by("id")
+    out = predictor({"id": table["id"].to_numpy(), "image": table["image"].to_pylist()})
+    inference.check_same_labels(expected, (out["label"], out["confidence"]), "__call__")
+    assert predictor.info()["load_s"] > 0
+
+
 def test_load_images_makes_a_stream_of_the_configured_size():
     imgs = inference.load_images("smoke")
     size = inference.sizes("smoke")
@@ -114,11 +130,11 @@ def test_pool_too_big_fails_fast_in_portuguese(ray_session):
 
 
 def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model, images):
-    expected = inference_ray.run_single(model, images, BATCH).labels
+    expected = inference_ray.run_single(model, images, BATCH).predictions
     blob = inference.model_bytes(model)
 
     tasks = inference_ray.run_reload_tasks(blob, images, BATCH)
-    inference.check_same_labels(expected, tasks.labels, tasks.name)
+    inference.check_same_labels(expected, tasks.predictions, tasks.name)
     assert "3 tarefas" in tasks.note
 
     actors = inference_ray.start_actors(blob, inference_ray.plan_pool(2))
@@ -126,7 +142,7 @@ def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model
         infos = ray.get([a.info.remote() for a in actors])
         assert [i["threads"] for i in infos] == [1, 1]
         pool = inference_ray.run_actor_pool(actors, images, BATCH)
-        inference.check_same_labels(expected, pool.labels, pool.name)
+        inference.check_same_labels(expected, pool.predictions, pool.name)
     finally:
         for actor in actors:
             ray.kill(actor)
@@ -137,7 +153,7 @@ def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model
     data = inference_ray.run_ray_data(
         blob, folder, tmp_path / "out", actors=2, batch_size=BATCH, cpus=cpus
     )
-    inference.check_same_labels(expected, data.labels, data.name)
+    inference.check_same_labels(expected, data.predictions, data.name)
     assert data.images == N_IMAGES
 
 

@@ -136,12 +136,12 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
         reload_s = 0.0
         for _ in range(repeats):
             single = inference_ray.run_single(model, stream, batch)
-            reference = {len(stream): single.labels}
+            reference = {len(stream): single.predictions}
             rungs = {"single": single,
                      "all_threads": inference_ray.run_single_all_threads(blob, stream, batch),
                      "tasks": inference_ray.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
             reload_s = rungs["tasks"].extra["reload_s"]
-            reference[len(task_images)] = single.labels[: len(task_images)]
+            reference[len(task_images)] = tuple(p[: len(task_images)] for p in single.predictions)
             actors = inference_ray.start_actors(blob, inference_ray.plan_pool(actors_n))
             try:
                 rungs["pool"] = inference_ray.run_actor_pool(actors, stream, batch)
@@ -154,7 +154,7 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
                 batch_size=batch, cpus=data_cpus,
             )  # fmt: skip
             for key, rung in rungs.items():
-                inference.check_same_labels(reference[rung.images], rung.labels, rung.name)
+                inference.check_same_labels(reference[rung.images], rung.predictions, rung.name)
                 results[key].append(rung.images_per_s)
         threads = int(rungs["all_threads"].extra["threads"])
         cores = len(os.sched_getaffinity(0))
