@@ -129,6 +129,7 @@ def test_pool_too_big_fails_fast_in_portuguese(ray_session):
     assert inference_ray.data_actor_cpus(2) == 0.5
 
 
+@pytest.mark.slow
 def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model, images):
     expected = inference_ray.run_single(model, images, BATCH).predictions
     blob = inference.model_bytes(model)
