@@ -130,6 +130,7 @@ def test_pool_too_big_fails_fast_in_portuguese(ray_session):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(540)  # 4 processos com TensorFlow: ~4 min numa máquina de 2 núcleos dividida
 def test_every_rung_gives_the_single_process_labels(ray_session, tmp_path, model, images):
     expected = inference_ray.run_single(model, images, BATCH).predictions
     blob = inference.model_bytes(model)
