@@ -404,7 +404,7 @@ def test_solution_trains_on_two_distinct_nodes_of_a_real_cluster(tmp_path):
     assert [w["rank"] for w in workers] == [0, 1]
     node_ids = {w["node_id"] for w in workers}
     assert len(node_ids) == 2, f"os 2 workers rodaram no mesmo nó: {node_ids}"
-    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3  # cabeça + 2 workers
+    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3  # nó principal + 2 workers
     assert all(
         w["strategy"] == "MultiWorkerMirroredStrategy" and w["replicas"] == 2 for w in workers
     )
@@ -500,7 +500,7 @@ def test_attempts_and_redone_epochs_are_counted_from_the_log():
 @pytest.mark.slow
 def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(tmp_path):
     """Mata um nó inteiro (SIGKILL no grupo de processos do ``ray start``) depois do 1º
-    checkpoint: o Ray Train recomeça os 2 workers na cabeça + no nó que sobrou (3 nós de 1 CPU
+    checkpoint: o Ray Train recomeça os 2 workers no nó principal + no nó que sobrou (3 nós de 1 CPU
     para 2 workers: um nó de folga), o laço retoma do último checkpoint e termina as épocas."""
 
     from labutils.cluster import LocalCluster
@@ -530,7 +530,7 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
                 registered = list(storage.glob("licao07-*/checkpoint_manager_snapshot.json"))
                 if not entries or not registered:
                     continue  # ainda sem checkpoint registrado pelo Ray Train
-                # um worker de treino fora da cabeça; o seu nó = o `ray start --block` acima dele
+                # um worker de treino fora do nó principal; o seu nó = o `ray start --block` acima dele
                 for entry in entries:
                     node = _node_process(entry["pid"], cluster.pids)
                     if node is not None and "--head" not in node.cmdline():
