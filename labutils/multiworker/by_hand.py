@@ -70,7 +70,7 @@ def launch_by_hand(
     procs = []
     start = time.monotonic()
     for i, cfg in enumerate(tf_configs(num_workers)):
-        env = {**os.environ, **LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)}
+        env = config.child_env({**LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
         cmd = [sys.executable, "-m", "labutils.multiworker.worker_process", str(workdir), str(i)]

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from labutils import config
+
 WORKER_FILE = "worker_{rank}.json"
 
 
@@ -44,7 +46,7 @@ def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
             f"describe_worker recebe o modelo Keras treinado (com .distribute_strategy), "
             f"recebi {type(model).__name__}."
         )
-    tf_config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    tf_config = config.tf_config()
     info: dict[str, Any] = {
         "rank": tf_config.get("task", {}).get("index"),
         "tf_config": tf_config,
