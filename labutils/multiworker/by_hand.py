@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from labutils import config as lab_config
 from labutils import system
 from labutils.multiworker.launch import fit_timeout_s
 from labutils.multiworker.legacy_keras import LEGACY_KERAS_ENV
@@ -70,7 +71,7 @@ def launch_by_hand(
     procs = []
     start = time.monotonic()
     for i, cfg in enumerate(tf_configs(num_workers)):
-        env = config.child_env({**LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)})
+        env = lab_config.child_env({**LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
         cmd = [sys.executable, "-m", "labutils.multiworker.worker_process", str(workdir), str(i)]
