@@ -404,7 +404,8 @@ def test_solution_trains_on_two_distinct_nodes_of_a_real_cluster(tmp_path):
     assert [w["rank"] for w in workers] == [0, 1]
     node_ids = {w["node_id"] for w in workers}
     assert len(node_ids) == 2, f"os 2 workers rodaram no mesmo nó: {node_ids}"
-    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3  # nó principal + 2 workers
+    # nó principal + 2 workers
+    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3
     assert all(
         w["strategy"] == "MultiWorkerMirroredStrategy" and w["replicas"] == 2 for w in workers
     )
