@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from labutils.config import results_dir, sizes
+from labutils.config import sizes
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -30,14 +30,16 @@ Preds = tuple[np.ndarray, np.ndarray]
 IO_CPUS = 1.0
 
 
-def model_path(scale: str | None = None) -> Path:
-    """Onde a lição 05 grava o modelo treinado (um arquivo por escala) e a lição 06 o procura."""
-    return results_dir() / "models" / f"cifar100_cnn_{sizes(scale).scale}.keras"
+def model_path() -> Path:
+    """Onde a lição 05 grava o modelo treinado (``save_lesson_model``) e a lição 06 o procura."""
+    from labutils.tf.model import lesson_model_path
+
+    return lesson_model_path()
 
 
-def save_model(model: Any, scale: str | None = None, *, path: Path | None = None) -> Path:
-    """Grava o modelo em :func:`model_path` (ou ``path``); nunca deixa um arquivo pela metade."""
-    path = Path(path) if path else model_path(scale)
+def save_model(model: Any, path: Path) -> Path:
+    """Grava o modelo em ``path`` sem nunca deixar um arquivo pela metade com o nome final."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.stem}-{os.getpid()}-parcial.keras")
     model.save(partial)
@@ -49,16 +51,16 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     """``(modelo, de onde veio)``: o da lição 05 se existir; senão um treino rápido, salvo à parte."""
     import tensorflow as tf
 
-    path = Path(path) if path else model_path(scale)
-    quick = path.with_name(path.stem + "_rapido.keras")
+    path = Path(path) if path else model_path()
+    quick = path.with_name(f"{path.stem}_rapido_{sizes(scale).scale}.keras")
     for found, origin in ((path, "salvo pela lição 05"), (quick, "do treino rápido anterior")):
         try:  # arquivo ausente, truncado ou de outra versão: segue para o próximo / treina
             return tf.keras.models.load_model(found, compile=False), f"modelo {origin}: {found}"
         except Exception:  # noqa: S112
             continue
     from labutils.data import load_cifar100
-    from labutils.tfdata import get_data
-    from labutils.tfmodel import create_model
+    from labutils.tf.data import get_data
+    from labutils.tf.model import create_model
 
     size = sizes(scale)
     cifar = load_cifar100(size.scale)
@@ -68,7 +70,7 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     with warnings.catch_warnings():  # o get_data já embaralha; o aviso do fit não se aplica
         warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
         model.fit(train, epochs=size.inference_train_epochs, verbose=0)
-    save_model(model, path=quick)
+    save_model(model, quick)
     return model, (
         f"{path} não existe (rode a lição 05 antes para usar o modelo dela): treinei "
         f"{size.inference_train_epochs} época(s) rápida(s) em {cifar.num_train} imagens "
