@@ -40,6 +40,11 @@ class Sizes:
     #: workers e épocas do exercício multi-worker (lição 07)
     num_workers: int
     multiworker_epochs: int
+    #: lição 03 (Ray Tune + ASHA): profundidades testadas, árvores de cada floresta no fim e
+    #: árvores acrescentadas entre dois relatos ao Tune (o orçamento que o ASHA corta)
+    asha_depths: tuple[int, ...]
+    asha_trees: int
+    asha_step: int
 
     @property
     def is_smoke(self) -> bool:
@@ -57,6 +62,9 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=5,
+        asha_depths=(30, 20, 16, 12, 8, 4),
+        asha_trees=300,
+        asha_step=50,
     ),
     "smoke": Sizes(
         scale="smoke",
@@ -68,6 +76,9 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=2,
+        asha_depths=(8, 6, 4, 2),
+        asha_trees=20,
+        asha_step=5,
     ),
 }
 

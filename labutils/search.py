@@ -10,8 +10,11 @@ mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas n
 - :func:`most_expensive_first`: ordena a grade pelas configurações mais caras primeiro;
 - :func:`plan_chunks`, :func:`fit_forest_chunk`, :func:`merge_forests`, :func:`combine_chunks`:
   uma floresta grande dividida em blocos de árvores, idênticos às árvores da floresta inteira;
+- :func:`split_train_validation_test`: treino / validação / teste, a mesma divisão nas lições 02 e 03
+  (escolhe-se na validação; o teste é usado uma vez, no fim);
 - :func:`gather_with_progress` e :func:`save_results`: barra de progresso com ``ray.wait`` e CSV
-  gravado a cada resultado, para que uma busca longa nunca se perca.
+  gravado a cada resultado, para que uma busca longa nunca se perca;
+- :func:`resumable_search`: a busca que retoma de onde parou (uma linha por configuração no CSV).
 """
 
 from __future__ import annotations
@@ -53,6 +56,48 @@ def transfer_sizes(scale: str | None = None) -> TransferSizes:
     return TransferSizes(
         repeat=pick(full=20, smoke=10, scale=scale), tasks=pick(full=16, smoke=6, scale=scale)
     )
+
+
+# ---------------------------------------------------------------- dados
+
+
+class Split(NamedTuple):
+    """Treino, validação e teste. ``fit_eval`` é a tupla que a busca recebe (sem o teste)."""
+
+    X_train: Any
+    y_train: Any
+    X_val: Any
+    y_val: Any
+    X_test: Any
+    y_test: Any
+
+    @property
+    def fit_eval(self) -> tuple[Any, Any, Any, Any]:
+        """``(X_train, y_train, X_val, y_val)``: o que toda busca usa; o teste fica de fora."""
+        return (self.X_train, self.y_train, self.X_val, self.y_val)
+
+
+def split_train_validation_test(
+    X: Any, y: Any, *, test_size: float = 0.2, validation_size: float = 0.2, random_state: int = 42
+) -> Split:
+    """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação.
+
+    A busca escolhe a configuração pelo erro na **validação**; o teste só é usado uma vez, no fim,
+    para a configuração escolhida (escolher no teste deixaria o erro do teste otimista demais).
+    A divisão é sempre a mesma (``random_state``): as lições 02 e 03 e o benchmark a compartilham.
+    """
+    from sklearn.model_selection import train_test_split
+
+    for name, frac in (("test_size", test_size), ("validation_size", validation_size)):
+        if not 0 < frac < 1:
+            raise ValueError(f"{name} deve ser uma fração entre 0 e 1, recebi {frac!r}.")
+    X_rest, X_test, y_rest, y_test = train_test_split(
+        X, y, test_size=test_size, random_state=random_state
+    )
+    X_train, X_val, y_train, y_val = train_test_split(
+        X_rest, y_rest, test_size=validation_size, random_state=random_state
+    )
+    return Split(X_train, y_train, X_val, y_val, X_test, y_test)
 
 
 # ---------------------------------------------------------------- grade
@@ -140,6 +185,8 @@ def fit_and_score(
 ) -> tuple[int, int, float, float]:
     """Treina uma ``RandomForestRegressor`` e devolve ``(n_estimators, max_depth, mse, segundos)``.
 
+    O MSE é medido em ``(X_test, y_test)``: numa busca, passe aqui a **validação**
+    (:func:`split_train_validation_test`); o teste fica para a configuração escolhida, no fim.
     ``segundos`` inclui treino e avaliação, como no roteiro original. ``n_jobs`` é repassado ao
     scikit-learn (``-1`` = todos os núcleos, em threads).
     """
@@ -377,16 +424,71 @@ def results_path(name: str) -> Path:
     return results_dir() / f"{name}.csv"
 
 
+def _csv_line(row: Sequence[Any]) -> bytes:
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(row)
+    return buf.getvalue().encode("utf-8")
+
+
 def save_results(
     results: Iterable[Sequence[Any]], name: str, columns: Sequence[str] = RESULT_COLUMNS
 ) -> Path:
-    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho."""
+    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho.
+
+    A escrita é atômica: o arquivo é montado ao lado e trocado de uma vez (``os.replace``), então
+    quem lê nunca vê um CSV pela metade.
+    """
     path = results_path(name)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(columns)
-        writer.writerows(results)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(_csv_line(columns) + b"".join(_csv_line(r) for r in results))
+    os.replace(tmp, path)
     return path
+
+
+def start_csv(path: Path | str, columns: Sequence[str] = RESULT_COLUMNS) -> Path:
+    """Cria (ou recria) o CSV só com o cabeçalho, de forma atômica."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(_csv_line(columns))
+    os.replace(tmp, path)
+    return path
+
+
+def append_row(path: Path | str, row: Sequence[Any]) -> None:
+    """Acrescenta UMA linha ao CSV numa única escrita ``O_APPEND`` e força a gravação em disco.
+
+    Se o processo morrer, o arquivo termina numa linha inteira (ou, no pior caso, numa linha
+    cortada sem ``\\n``, que :func:`read_results` descarta): nada do que já estava lá se perde.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, _csv_line(row))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_results(path: Path | str) -> list[tuple[int, int, float, float]]:
+    """Lê um CSV de resultados: ``[(n_estimators, max_depth, mse, segundos), ...]``.
+
+    Uma última linha sem ``\\n`` (o processo morreu no meio da escrita) é ignorada. Arquivo
+    ausente = nenhum resultado.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")[1:]  # sem o cabeçalho
+    lines = lines[:-1]  # o que vem depois do último \n: vazio, ou uma linha cortada
+    rows = []
+    for fields in csv.reader(lines):
+        if len(fields) != len(RESULT_COLUMNS):
+            continue
+        n, d, mse, sec = fields
+        rows.append((int(n), int(d), float(mse), float(sec)))
+    return rows
 
 
 def gather_with_progress(
@@ -396,12 +498,15 @@ def gather_with_progress(
     csv_path: Path | str | None = None,
     columns: Sequence[str] = RESULT_COLUMNS,
     timeout_s: float | None = None,
+    append: bool = False,
 ) -> list[Any]:
     """Espera as tarefas com ``ray.wait`` e uma barra ``tqdm``; devolve na ordem de envio.
 
-    Com ``csv_path``, cada resultado é gravado no CSV assim que chega (o arquivo é recriado no
-    início): se a busca cair no meio, o que já terminou está salvo. Com ``timeout_s``, levanta
-    ``TimeoutError`` se nenhuma tarefa terminar nesse intervalo (em vez de esperar para sempre).
+    Com ``csv_path``, cada resultado é acrescentado ao CSV assim que chega, numa escrita atômica
+    (:func:`append_row`): se a busca cair no meio, o que já terminou está salvo. O arquivo é
+    recriado no início, a menos que ``append=True`` (retomada, :func:`resumable_search`). Com
+    ``timeout_s``, levanta ``TimeoutError`` se nenhuma tarefa terminar nesse intervalo (em vez de
+    esperar para sempre).
     """
     import ray
     from tqdm import tqdm
@@ -410,30 +515,58 @@ def gather_with_progress(
     position = {ref: i for i, ref in enumerate(refs)}
     results: list[Any] = [None] * len(refs)
     pending = list(refs)
-    fh = None
-    try:
-        if csv_path is not None:
-            fh = Path(csv_path).open("w", newline="", encoding="utf-8")
-            writer = csv.writer(fh)
-            writer.writerow(columns)
-            fh.flush()
-        with tqdm(total=len(refs), desc=desc, unit="tarefa") as bar:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1, timeout=timeout_s)
-                if not done:
-                    raise TimeoutError(
-                        f"Nenhuma tarefa terminou em {timeout_s} s ({len(pending)} pendentes). "
-                        "Confira se o cluster tem CPUs livres (ray.cluster_resources()); "
-                        f"os resultados já recebidos estão em {csv_path or 'memória'}."
-                    )
-                for ref in done:
-                    value = ray.get(ref)
-                    results[position[ref]] = value
-                    if fh is not None:
-                        writer.writerow(value)
-                        fh.flush()
-                    bar.update(1)
-    finally:
-        if fh is not None:
-            fh.close()
+    if csv_path is not None and (
+        not append or not Path(csv_path).exists() or Path(csv_path).stat().st_size == 0
+    ):
+        start_csv(csv_path, columns)
+    with tqdm(total=len(refs), desc=desc, unit="tarefa") as bar:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=timeout_s)
+            if not done:
+                raise TimeoutError(
+                    f"Nenhuma tarefa terminou em {timeout_s} s ({len(pending)} pendentes). "
+                    "Confira se o cluster tem CPUs livres (ray.cluster_resources()); "
+                    f"os resultados já recebidos estão em {csv_path or 'memória'}."
+                )
+            for ref in done:
+                value = ray.get(ref)
+                results[position[ref]] = value
+                if csv_path is not None:
+                    append_row(csv_path, value)
+                bar.update(1)
     return results
+
+
+def resumable_search(
+    grid: Iterable[Any],
+    submit: Any,
+    csv_path: Path | str,
+    *,
+    desc: str = "busca",
+    timeout_s: float | None = None,
+) -> list[tuple[int, int, float, float]]:
+    """Uma busca que retoma de onde parou: nada do que terminou é perdido nem refeito.
+
+    ``submit(n_estimators, max_depth)`` envia uma configuração e devolve a referência Ray de
+    ``(n, profundidade, mse, segundos)``. As configurações que já estão em ``csv_path`` (de uma
+    execução anterior, interrompida ou não) não são enviadas de novo; as outras são acrescentadas
+    ao CSV uma linha por vez, assim que terminam. Devolve os resultados na ordem da grade.
+    """
+    checked = validate_grid(grid)
+    if len(set(checked)) != len(checked):
+        raise ValueError(
+            "A grade tem configurações repetidas: na busca retomável cada par "
+            "(n_estimators, max_depth) identifica uma linha do CSV e deve aparecer uma vez só."
+        )
+    path = Path(csv_path)
+    done = {(n, d): (n, d, mse, s) for n, d, mse, s in read_results(path)}
+    if path.exists():  # descarta uma linha cortada no fim (o processo morreu escrevendo)
+        raw = path.read_bytes()
+        os.truncate(path, raw.rfind(b"\n") + 1)
+    todo = [cfg for cfg in checked if cfg not in done]
+    refs = [submit(n, d) for n, d in todo]
+    for value in gather_with_progress(
+        refs, desc=desc, csv_path=path, timeout_s=timeout_s, append=True
+    ):
+        done[(value[0], value[1])] = tuple(value)
+    return [done[cfg] for cfg in checked]

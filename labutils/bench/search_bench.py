@@ -2,8 +2,9 @@
 
 Em cada repetição, na mesma execução e intercaladas (para que uma variação de carga da máquina
 atinja todas por igual): o laço sequencial, a versão Ray do roteiro (ordem da grade, dados
-capturados pela função), a versão Ray com as mais caras primeiro, a versão em blocos de árvores e
-o ``n_jobs=-1`` do scikit-learn. O aquecimento dos workers do Ray fica fora das medidas.
+capturados pela função), a versão Ray com as mais caras primeiro, a versão em blocos de árvores, o
+``n_jobs=-1`` do scikit-learn e as ferramentas da lição 03: Ray Tune (um trial por configuração) e
+o ``GridSearchCV`` no Ray pelo backend joblib, ambos na ordem "mais caras primeiro". O aquecimento dos workers do Ray fica fora das medidas.
 
 O limite de cada abordagem vem dos tempos das tarefas medidos no laço e dos núcleos:
 nenhuma ordem de envio termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``
@@ -47,6 +48,8 @@ APPROACHES = (
     "Ray, mais caras primeiro (ray.put)",
     "Ray, blocos de árvores (ray.put)",
     "scikit-learn n_jobs=-1",
+    "Ray Tune (mais caras primeiro)",
+    "GridSearchCV no Ray (joblib, mais caras primeiro)",
 )
 
 
@@ -155,6 +158,29 @@ def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
     return combine_chunks(parts, data[3])
 
 
+def run_tune(grid, data, n_samples) -> list[tuple[int, int, float, float]]:
+    """A grade como ``Tuner`` (lição 03); os resultados do Tune vão para uma pasta temporária."""
+    from labutils.tuning import forest_trainable, grid_space, run_tuner, tune_table
+
+    order = most_expensive_first(grid, n_samples)
+    with tempfile.TemporaryDirectory(prefix="labutils-bench-tune-") as storage:
+        result = run_tuner(forest_trainable, grid_space(order), data, name="bench", storage=storage)
+        table = tune_table(result)
+    return [(int(n), int(d), float(m), float(s)) for n, d, m, _, s in table.values.tolist()]
+
+
+def run_joblib_ray(grid, data, n_samples) -> list[tuple[int, int, float, float]]:
+    """``GridSearchCV`` com ``joblib.parallel_backend("ray")`` (lição 03)."""
+    import joblib
+    from ray.util.joblib import register_ray
+
+    from labutils.tuning import cv_rows, grid_search_cv
+
+    register_ray()
+    with joblib.parallel_backend("ray"):
+        return cv_rows(grid_search_cv(most_expensive_first(grid, n_samples), data, n_jobs=-1))
+
+
 def _warm_up(cores: int) -> float:
     """Sobe um worker por núcleo, com o scikit-learn importado (fora das medidas)."""
     import ray
@@ -186,7 +212,7 @@ def _check_same_mse(name: str, got, expected) -> None:
 
 
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
-    """Mede as cinco abordagens ``repeats`` vezes e acrescenta uma linha por abordagem."""
+    """Mede as sete abordagens ``repeats`` vezes e acrescenta uma linha por abordagem."""
     import joblib
     import ray
 
@@ -229,6 +255,8 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
                 (APPROACHES[2], lambda: run_expensive_first(grid, data, fit_config, n_samples)),
                 (APPROACHES[3], lambda: run_chunks(chunks, data, fit_chunk)),
                 (APPROACHES[4], lambda: run_loop(grid, data, n_jobs=-1)),
+                (APPROACHES[5], lambda: run_tune(grid, data, n_samples)),
+                (APPROACHES[6], lambda: run_joblib_ray(grid, data, n_samples)),
             )
             for name, step in steps:
                 with Timer() as t:
@@ -303,6 +331,18 @@ def _add_rows(report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_co
             APPROACHES[4],
             bound_trees,
             f"threads em {local_cores} núcleo(s); limite com a árvore como unidade de trabalho",
+        ),
+        (
+            APPROACHES[5],
+            bound_cfg,
+            f"1 CPU por trial, até {cores} ao mesmo tempo; inclui criar os actors dos trials; "
+            f"fila prevê {lpt:.2f}x; tarefas {slowdown(APPROACHES[5]):.2f}x mais lentas que no laço",
+        ),
+        (
+            APPROACHES[6],
+            bound_cfg,
+            "PredefinedSplit (mesma avaliação do laço); inclui criar o pool de actors do joblib; "
+            f"treinos {slowdown(APPROACHES[6]):.2f}x mais lentos que no laço",
         ),
     ]
     for name, bound, note in rows:
