@@ -1,14 +1,12 @@
 """Lição 03: a mesma busca da lição 02 com Ray Tune e com o scikit-learn sobre o Ray (joblib).
 
-- :func:`grid_space` e :func:`validate_space`: a grade da lição 02 como espaço do Tune, conferido
-  antes de qualquer trial começar (mensagem em português);
+- :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
 - :func:`forest_trainable`: um trial = uma configuração, o MSE na validação reportado ao Tune;
 - :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
   (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
 - :func:`run_tuner` e :func:`tune_table`: o ``Tuner`` com 1 CPU por trial, resultados em tabela;
 - :func:`grid_search_cv`: ``GridSearchCV`` com a mesma divisão treino/validação (``PredefinedSplit``);
-- :func:`check_same_search`: levanta ``AssertionError`` se duas buscas discordam;
-- :func:`speedup_table`: tempos lado a lado, como razão ao laço e ao limite do hardware.
+- :func:`check_same_search` (``AssertionError`` se duas buscas discordam) e :func:`speedup_table`.
 """
 
 from __future__ import annotations
@@ -150,26 +148,24 @@ def growing_forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> 
 # ---------------------------------------------------------------- o Tuner
 
 
-class _TqdmProgress:
-    """Uma barra ``tqdm`` que avança a cada trial terminado (no lugar das tabelas do Tune)."""
+def _progress_bar(total: int, desc: str) -> Any:
+    """Um ``tune.Callback`` com uma barra ``tqdm`` que avança a cada trial terminado."""
+    from ray import tune
+    from tqdm import tqdm
 
-    def __new__(cls, total: int, desc: str):
-        from ray import tune
-        from tqdm import tqdm
+    class Progress(tune.Callback):
+        def setup(self, **info):
+            self.bar = tqdm(total=total, desc=desc, unit="trial")
 
-        class Progress(tune.Callback):
-            def setup(self, **info):
-                self.bar = tqdm(total=total, desc=desc, unit="trial")
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self.bar.update(1)
 
-            def on_trial_complete(self, iteration, trials, trial, **info):
-                self.bar.update(1)
+        on_trial_error = on_trial_complete
 
-            on_trial_error = on_trial_complete
+        def on_experiment_end(self, trials, **info):
+            self.bar.close()
 
-            def on_experiment_end(self, trials, **info):
-                self.bar.close()
-
-        return Progress()
+    return Progress()
 
 
 def run_tuner(
@@ -206,7 +202,7 @@ def run_tuner(
             name=name,
             storage_path=str(storage.resolve()),
             verbose=0,
-            callbacks=[_TqdmProgress(n_trials or 0, name)] if n_trials else None,
+            callbacks=[_progress_bar(n_trials, name)] if n_trials else None,
         ),
     )
     # o Tune imprime um quadro e caminhos a cada busca mesmo com verbose=0: a barra basta
