@@ -2,7 +2,9 @@
 
 Cada módulo cuida de um assunto:
 
-- ``scale``: a escala do laboratório (``full`` em aula, ``smoke`` no CI);
+- ``config``: o único leitor de variáveis de ambiente: escala (``full`` em aula, ``smoke`` no
+  CI) e a tabela de tamanhos, pastas de dados e resultados, padrões do Ray;
+- ``system``: subprocessos com prazo, grupos de processos, portas e rede;
 - ``data``: carregamento dos conjuntos de dados (California Housing, CIFAR-100);
 - ``timing``: medição de tempo de parede;
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
@@ -17,7 +19,9 @@ Os módulos são importados sob demanda para que ``import labutils`` seja rápid
 (TensorFlow e Ray só são carregados quando um notebook precisa deles).
 """
 
-from labutils.scale import Sizes, current_scale, pick, sizes
+from labutils.config import Sizes, current_scale, pick, set_default_env, sizes
 from labutils.timing import Timer
+
+set_default_env()  # antes de qualquer `import ray`: o mesmo modo de autenticação em todos
 
 __all__ = ["Sizes", "Timer", "current_scale", "pick", "sizes"]

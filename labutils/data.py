@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -26,9 +25,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from labutils.scale import sizes
+from labutils.config import DATA_DIR_ENV, data_dir, sizes
+from labutils.system import reachable
 
-DATA_DIR_ENV = "LABUTILS_DATA_DIR"
 CIFAR_HOST = "www.cs.toronto.edu"  # de onde o tfds baixa o CIFAR-100
 HOUSING_FILE = "cal_housing_py3.pkz"  # nome que o scikit-learn dá ao arquivo em cache
 
@@ -37,19 +36,9 @@ class DatasetUnavailableError(RuntimeError):
     """O conjunto de dados não está em ``data/`` e não pôde ser baixado."""
 
 
-def data_dir() -> Path:
-    """Pasta dos dados: ``LABUTILS_DATA_DIR`` ou ``data/`` na raiz do repositório."""
-    env = os.environ.get(DATA_DIR_ENV)
-    return Path(env).expanduser() if env else Path(__file__).resolve().parents[1] / "data"
-
-
 def host_reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
     """``True`` se uma conexão TCP a ``host:port`` abre em até ``timeout`` segundos."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    return reachable(host, port, timeout) is None
 
 
 def _missing_message(name: str, where: Path, host: str) -> str:
@@ -224,7 +213,6 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
     ALEATÓRIAS (treino e teste iguais), só para exercitar o código. Dentro de um worker do Ray,
     chame esta função no próprio worker: o mock vale só no processo que o ativa.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow_datasets as tfds
 
     _quiet_absl()
@@ -276,11 +264,17 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
 # ---------------------------------------------------------------- linha de comando
 
 
-def _status() -> int:
-    where = data_dir()
+def datasets_present() -> dict[str, bool]:
+    """Quais conjuntos reais já estão na pasta de dados (os critérios dos carregadores acima)."""
     housing = (housing_home() / HOUSING_FILE).exists()
-    cifar = any((where / "cifar100").glob("*/dataset_info.json"))
-    print(f"pasta de dados: {where}")
+    cifar = any((data_dir() / "cifar100").glob("*/dataset_info.json"))
+    return {"California Housing": housing, "CIFAR-100": cifar}
+
+
+def _status() -> int:
+    present = datasets_present()
+    housing, cifar = present["California Housing"], present["CIFAR-100"]
+    print(f"pasta de dados: {data_dir()}")
     print(f"  California Housing: {'presente' if housing else 'ausente'}")
     print(f"  CIFAR-100:          {'presente' if cifar else 'ausente'}")
     return 0 if housing and cifar else 1

@@ -34,7 +34,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from labutils import data
-from labutils.scale import SCALE_ENV, SCALES, current_scale
+from labutils.config import SCALE_ENV, SCALES, current_scale
 
 OK, WARN, FAIL = "✅", "⚠️", "❌"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -327,13 +327,6 @@ def dataset_hosts() -> dict[str, str]:
     return {"California Housing": housing, "CIFAR-100": data.CIFAR_HOST}
 
 
-def datasets_present() -> dict[str, bool]:
-    """Quais conjuntos reais já estão na pasta de dados (os mesmos critérios de ``labutils.data``)."""
-    housing = (data.housing_home() / data.HOUSING_FILE).exists()
-    cifar = any((data.data_dir() / "cifar100").glob("*/dataset_info.json"))
-    return {"California Housing": housing, "CIFAR-100": cifar}
-
-
 def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
     """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
     try:
@@ -341,7 +334,7 @@ def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
     except ValueError:
         smoke = False
     rows = []
-    for name, present in datasets_present().items():
+    for name, present in data.datasets_present().items():
         item = f"dados: {name}"
         if present:
             rows.append(Row(OK, item, f"presente em {data.data_dir()}"))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labutils.scale import pick
+from labutils.config import pick
 
 LEGACY_KERAS_ENV = {"TF_USE_LEGACY_KERAS": "1"}
 STORAGE_ENV = "LABUTILS_TRAIN_STORAGE"

@@ -9,40 +9,11 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
-#: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
-WORKER_ENV_VARS = ("LABUTILS_SCALE", "LABUTILS_DATA_DIR", "TF_CPP_MIN_LOG_LEVEL")
+from labutils.config import forwarded_env, ray_address
 
 _LOCAL_OBJECT_STORE_MB = 1024
-
-
-def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Variáveis de ambiente que os workers precisam para ver a mesma escala e os mesmos dados."""
-    if extra is not None and not isinstance(extra, dict):
-        raise TypeError(f"extra deve ser um dict {{nome: valor}}, recebi {extra!r}.")
-    env = {name: os.environ[name] for name in WORKER_ENV_VARS if name in os.environ}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.update(extra or {})
-    return env
-
-
-def _ensure_token_auth() -> None:
-    """Liga a autenticação por token do Ray neste processo e nos que ele criar.
-
-    O modo precisa ser o mesmo na cabeça, nos workers e no driver (este notebook). O Ray lê
-    ``RAY_AUTH_MODE`` ao ser importado; se só definíssemos a variável agora, o driver ficaria
-    em ``disabled`` e os processos filhos em ``token``. Por isso usamos a função do próprio Ray,
-    que define a variável e recarrega a configuração. Um ``RAY_AUTH_MODE`` já definido é respeitado.
-    """
-    if "RAY_AUTH_MODE" in os.environ:
-        return
-    try:
-        from ray._private.authentication.authentication_token_setup import _enable_token_auth
-    except ImportError:  # versões do Ray sem autenticação por token
-        return
-    _enable_token_auth()
 
 
 def init_ray(
@@ -58,11 +29,11 @@ def init_ray(
 
     ``address``: endereço ``IP:PORTA`` de um cluster; sem ele, usa ``RAY_ADDRESS`` e, na falta
     dela, inicia um Ray local. ``num_cpus`` e ``object_store_mb`` só valem para o Ray local.
-    ``runtime_env`` é mesclado com as variáveis de :func:`worker_env`.
+    ``runtime_env`` é mesclado com as variáveis de :func:`labutils.config.forwarded_env`.
     """
     import ray
 
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = address or ray_address()
     if address and num_cpus is not None:
         raise ValueError(
             f"num_cpus só vale para o Ray local (recebi num_cpus={num_cpus!r} com o cluster "
@@ -78,7 +49,6 @@ def init_ray(
         raise ValueError(
             f"object_store_mb deve ser um número de MiB >= 64, recebi {object_store_mb!r}."
         )
-    _ensure_token_auth()
     if ray.is_initialized():
         print(
             "Ray já estava iniciado neste kernel: reaproveitando a sessão (ray.shutdown() recomeça)."
@@ -86,7 +56,7 @@ def init_ray(
         return ray.get_runtime_context()
 
     env = dict(runtime_env or {})
-    env["env_vars"] = worker_env(env.get("env_vars"))
+    env["env_vars"] = forwarded_env(env.get("env_vars"))
     kwargs: dict[str, Any] = {
         "runtime_env": env,
         "log_to_driver": not quiet,
@@ -135,23 +105,3 @@ def nodes_table() -> Any:
             }
         )
     return pd.DataFrame(rows)
-
-
-def require_cpus(needed: float, what: str = "esta etapa") -> float:
-    """Falha na hora, com mensagem clara, se o cluster não tem ``needed`` CPUs no total.
-
-    Devolve o total de CPUs do cluster. Evita a espera eterna de um pedido que nunca será
-    atendido ("requested resources ... 1/0 CPU").
-    """
-    import ray
-
-    if isinstance(needed, bool) or not isinstance(needed, int | float) or not needed > 0:
-        raise ValueError(f"O número de CPUs pedido deve ser positivo, recebi {needed!r}.")
-    total = float(ray.cluster_resources().get("CPU", 0.0))
-    if needed > total:
-        raise RuntimeError(
-            f"{what} pede {needed:g} CPU(s), mas o cluster só tem {total:g}. "
-            "Diminua o número de workers/CPUs por worker ou junte mais nós ao cluster "
-            "(`ray start --address=...`)."
-        )
-    return total

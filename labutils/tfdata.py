@@ -62,7 +62,7 @@ def get_data(
     """
     if global_batch is None:
         if batch_per_replica is None:
-            from labutils.scale import sizes
+            from labutils.config import sizes
 
             batch_per_replica = sizes().batch_per_replica
         global_batch = global_batch_size(batch_per_replica, num_replicas)

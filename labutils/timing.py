@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 
 class Timer:
@@ -36,12 +34,3 @@ class Timer:
             raise RuntimeError("O cronômetro ainda não foi iniciado: use `with Timer() as t:`.")
         end = self._end if self._end is not None else time.perf_counter()
         return end - self._start
-
-
-def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    """Chama ``fn(*args, **kwargs)`` e devolve ``(resultado, segundos)``."""
-    if not callable(fn):
-        raise TypeError(f"timed precisa de uma função para chamar, recebi {fn!r}.")
-    with Timer() as t:
-        result = fn(*args, **kwargs)
-    return result, t.seconds

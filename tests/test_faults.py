@@ -20,7 +20,7 @@ import psutil
 import pytest
 import ray
 
-from labutils import raytools, search
+from labutils import config, raytools, search
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON_02 = ROOT / "notebooks" / "02_busca_hiperparametros.ipynb"
@@ -30,7 +30,7 @@ GRID = [(40, 8), (40, 8), (40, 8), (40, 8)]  # tarefas de ~1 s: dá tempo de mat
 
 @pytest.fixture(scope="module")
 def lesson_ray(tmp_path_factory):
-    os.environ[search.RESULTS_DIR_ENV] = str(tmp_path_factory.mktemp("results"))
+    os.environ[config.RESULTS_DIR_ENV] = str(tmp_path_factory.mktemp("results"))
     raytools.init_ray(num_cpus=2, dashboard=False)
     ns = {"__name__": "__main__"}
     exec("import ray\nfrom labutils import Timer\nfrom labutils.search import *", ns)  # noqa: S102
@@ -45,7 +45,7 @@ def lesson_ray(tmp_path_factory):
     exec(compile(cell.source, str(LESSON_02), "exec"), ns)  # noqa: S102 (a célula do notebook)
     yield ns
     ray.shutdown()
-    os.environ.pop(search.RESULTS_DIR_ENV, None)
+    os.environ.pop(config.RESULTS_DIR_ENV, None)
 
 
 def _kill_a_running_task(killed: list[int], stop: threading.Event) -> None:
@@ -92,7 +92,7 @@ def test_search_returns_every_result_when_a_worker_is_killed(lesson_ray):
     X_train, y_train, X_test, y_test = lesson_ray["dados"]
     expected = search.fit_and_score(*GRID[0], X_train, y_train, X_test, y_test)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
-    csv = Path(os.environ[search.RESULTS_DIR_ENV]) / "02_falha.csv"
+    csv = Path(os.environ[config.RESULTS_DIR_ENV]) / "02_falha.csv"
     assert len(csv.read_text().splitlines()) == 1 + len(GRID)
 
 

@@ -3,7 +3,7 @@
 import pytest
 import ray
 
-from labutils import raytools
+from labutils import config, raytools
 
 
 @pytest.fixture(scope="module")
@@ -31,20 +31,12 @@ def test_nodes_table_shows_the_local_head(local_ray):
     assert len(table) == 1 and bool(table["cabeça"].iloc[0]) and table["CPUs"].iloc[0] == 2
 
 
-def test_require_cpus_fails_fast_with_a_portuguese_message(local_ray):
-    assert raytools.require_cpus(2, "o treino") == 2
-    with pytest.raises(RuntimeError, match=r"o treino pede 3 CPU\(s\), mas o cluster só tem 2"):
-        raytools.require_cpus(3, "o treino")
-    with pytest.raises(ValueError, match="deve ser positivo"):
-        raytools.require_cpus(0)
-
-
 def test_num_cpus_with_an_address_is_rejected():
     with pytest.raises(ValueError, match="num_cpus só vale para o Ray local"):
         raytools.init_ray("127.0.0.1:1", num_cpus=2)
 
 
-def test_worker_env_carries_the_scale(monkeypatch):
+def test_forwarded_env_carries_the_scale(monkeypatch):
     monkeypatch.setenv("LABUTILS_SCALE", "smoke")
-    env = raytools.worker_env({"TF_USE_LEGACY_KERAS": "1"})
+    env = config.forwarded_env({"TF_USE_LEGACY_KERAS": "1"})
     assert env["LABUTILS_SCALE"] == "smoke" and env["TF_USE_LEGACY_KERAS"] == "1"

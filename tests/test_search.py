@@ -11,7 +11,7 @@ import pytest
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import mean_squared_error
 
-from labutils import search
+from labutils import config, search
 
 SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
 # tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)
@@ -211,7 +211,7 @@ def test_combine_chunks_gives_whole_forest_mse(data):
 
 
 def test_save_results_writes_csv(tmp_path, monkeypatch):
-    monkeypatch.setenv(search.RESULTS_DIR_ENV, str(tmp_path / "res"))
+    monkeypatch.setenv(config.RESULTS_DIR_ENV, str(tmp_path / "res"))
     path = search.save_results([(10, 4, 0.5, 1.25), (20, 6, 0.25, 2.5)], "busca")
     assert path == tmp_path / "res" / "busca.csv"
     rows = list(csv.reader(path.open(encoding="utf-8")))

@@ -82,7 +82,7 @@ def _labutils(module: str):
 
 
 def m(name: str):
-    """Atalho: ``m("scale").sizes`` importa ``labutils.scale`` só quando o caso roda."""
+    """Atalho: ``m("config").sizes`` importa ``labutils.config`` só quando o caso roda."""
 
     class _Lazy:
         def __getattr__(self, attr):
@@ -91,31 +91,53 @@ def m(name: str):
     return _Lazy()
 
 
-scale, timing, data, raytools = m("scale"), m("timing"), m("data"), m("raytools")
+config, system, timing, data, raytools = (
+    m("config"),
+    m("system"),
+    m("timing"),
+    m("data"),
+    m("raytools"),
+)
 tfdata, tfmodel, tfdevices = m("tfdata"), m("tfmodel"), m("tfdevices")
 multiworker, checks, exercise = m("multiworker"), m("checks"), m("exercise")
 cluster, doctor, search, plots = m("cluster"), m("doctor"), m("search"), m("plots")
 
 # (função, o que há de errado, chamada, exceção esperada, trecho que nomeia o valor ruim)
 CASES = [
-    # scale
-    ("scale.sizes", "escala inexistente", lambda: scale.sizes("grande"), ValueError, "'grande'"),
+    # timing e system
     (
-        "scale.pick",
+        "timing.Timer",
+        "lido antes de iniciar",
+        lambda: timing.Timer().seconds,
+        RuntimeError,
+        "with Timer()",
+    ),
+    ("system.free_ports", "contagem zero", lambda: system.free_ports(0), ValueError, "recebi 0"),
+    ("system.check_port", "porta 70000", lambda: system.check_port(70000), ValueError, "70000"),
+    (
+        "system.run",
+        "prazo zero",
+        lambda: system.run(["true"], timeout=0),
+        ValueError,
+        "recebi 0",
+    ),
+    # config
+    ("config.sizes", "escala inexistente", lambda: config.sizes("grande"), ValueError, "'grande'"),
+    (
+        "config.pick",
         "escala inexistente",
-        lambda: scale.pick(full=1, smoke=2, scale="enorme"),
+        lambda: config.pick(full=1, smoke=2, scale="enorme"),
         ValueError,
         "'enorme'",
     ),
     (
-        "scale.current_scale",
+        "config.current_scale",
         "LABUTILS_SCALE ruim",
-        lambda: _env("LABUTILS_SCALE", "mediana", scale.current_scale),
+        lambda: _env("LABUTILS_SCALE", "mediana", config.current_scale),
         ValueError,
         "'mediana'",
     ),
     # timing
-    ("timing.timed", "não é função", lambda: timing.timed("abc"), TypeError, "'abc'"),
     (
         "timing.Timer.seconds",
         "antes de iniciar",
@@ -140,14 +162,6 @@ CASES = [
     ),
     # raytools
     (
-        "raytools.require_cpus",
-        "zero CPUs",
-        lambda: raytools.require_cpus(0),
-        ValueError,
-        "recebi 0",
-    ),
-    ("raytools.require_cpus", "texto", lambda: raytools.require_cpus("2"), ValueError, "'2'"),
-    (
         "raytools.init_ray",
         "num_cpus=0",
         lambda: raytools.init_ray(num_cpus=0),
@@ -169,9 +183,9 @@ CASES = [
         "recebi 1",
     ),
     (
-        "raytools.worker_env",
+        "config.forwarded_env",
         "extra não é dict",
-        lambda: raytools.worker_env("A=1"),
+        lambda: config.forwarded_env("A=1"),
         TypeError,
         "'A=1'",
     ),
@@ -539,6 +553,16 @@ def test_bad_input_fails_fast_with_a_portuguese_message_naming_it(
 
 def test_the_table_covers_every_module_of_the_issue():
     covered = {c[0].split(".")[0] for c in CASES}
-    wanted = {"scale", "timing", "data", "raytools", "search", "tfdata", "tfmodel", "tfdevices"}
+    wanted = {
+        "config",
+        "system",
+        "timing",
+        "data",
+        "raytools",
+        "search",
+        "tfdata",
+        "tfmodel",
+        "tfdevices",
+    }
     wanted |= {"multiworker", "checks", "exercise", "cluster", "doctor", "bench", "plots"}
     assert wanted <= covered, wanted - covered

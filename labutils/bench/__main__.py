@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from labutils.bench.report import Report, machine_info
-from labutils.scale import SCALES, current_scale
+from labutils.config import SCALES, current_scale
 
 SECTIONS = ("search", "ray", "tf")
 

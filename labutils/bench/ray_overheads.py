@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from labutils.bench.report import Measurement, Report
-from labutils.scale import pick
+from labutils.config import pick
 from labutils.timing import Timer
 
 SECTION = "Ray: custos fixos"

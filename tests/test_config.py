@@ -1,7 +1,7 @@
 import pytest
 
 import labutils
-from labutils.scale import SCALE_ENV, current_scale, pick, sizes
+from labutils.config import SCALE_ENV, current_scale, pick, sizes
 
 
 def test_default_scale_is_full(monkeypatch):

@@ -1,0 +1,258 @@
+"""Configuração do laboratório: o único módulo que lê variáveis de ambiente.
+
+- **Escala** (``LABUTILS_SCALE``): ``full`` (padrão, os tamanhos do roteiro original, para a
+  aula) ou ``smoke`` (tamanhos mínimos, para o CI). Todos os tamanhos das duas escalas ficam
+  numa só tabela, :data:`_SIZES`; nenhuma célula de notebook precisa ser editada.
+- **Pastas**: dados (``LABUTILS_DATA_DIR``), resultados (``LABUTILS_RESULTS_DIR``) e
+  checkpoints do Ray Train (``LABUTILS_TRAIN_STORAGE``); a raiz do repositório.
+- **Ray**: o modo de autenticação padrão (token) e as variáveis repassadas aos workers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: raiz do repositório (onde ficam ``data/``, ``results/``, ``pyproject.toml``)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+SCALE_ENV = "LABUTILS_SCALE"
+DATA_DIR_ENV = "LABUTILS_DATA_DIR"
+RESULTS_DIR_ENV = "LABUTILS_RESULTS_DIR"
+TRAIN_STORAGE_ENV = "LABUTILS_TRAIN_STORAGE"
+SCALES = ("full", "smoke")
+DEFAULT_SCALE = "full"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Tamanhos usados pelos notebooks numa escala."""
+
+    scale: str
+    #: grade de hiperparâmetros (n_estimators, max_depth) da lição 02
+    grid: tuple[tuple[int, int], ...]
+    #: exemplos do California Housing (``None`` = o conjunto inteiro, 20 640 linhas)
+    housing_examples: int | None
+    #: exemplos do CIFAR-100 usados no treino e no teste (``None`` = tudo)
+    cifar_train_examples: int | None
+    cifar_test_examples: int | None
+    #: épocas de treino da lição 05 (MirroredStrategy)
+    epochs: int
+    #: lote por réplica (o lote global é este valor × número de réplicas)
+    batch_per_replica: int
+    #: workers e épocas do exercício multi-worker (lição 07)
+    num_workers: int
+    multiworker_epochs: int
+    #: lição 03 (Ray Tune + ASHA): profundidades testadas, árvores de cada floresta no fim e
+    #: árvores acrescentadas entre dois relatos ao Tune (o orçamento que o ASHA corta)
+    asha_depths: tuple[int, ...]
+    asha_trees: int
+    asha_step: int
+
+    @property
+    def is_smoke(self) -> bool:
+        return self.scale == "smoke"
+
+
+_SIZES = {
+    "full": Sizes(
+        scale="full",
+        grid=((100, 10), (200, 15), (300, 20), (400, 25), (500, 30)),
+        housing_examples=None,
+        cifar_train_examples=None,
+        cifar_test_examples=None,
+        epochs=20,
+        batch_per_replica=64,
+        num_workers=2,
+        multiworker_epochs=5,
+        asha_depths=(30, 20, 16, 12, 8, 4),
+        asha_trees=300,
+        asha_step=50,
+    ),
+    "smoke": Sizes(
+        scale="smoke",
+        grid=((10, 4), (20, 6), (30, 8)),
+        housing_examples=2_000,
+        cifar_train_examples=512,
+        cifar_test_examples=256,
+        epochs=3,
+        batch_per_replica=64,
+        num_workers=2,
+        multiworker_epochs=2,
+        asha_depths=(8, 6, 4, 2),
+        asha_trees=20,
+        asha_step=5,
+    ),
+}
+
+
+def pick(*, full: T, smoke: T, scale: str | None = None) -> T:
+    """Escolhe um valor conforme a escala: ``pick(full=200, smoke=10)``.
+
+    Para tamanhos que só uma lição usa (cada módulo de lição declara os seus assim).
+    """
+    scale = current_scale() if scale is None else scale
+    if scale not in SCALES:
+        raise ValueError(f"Escala desconhecida: {scale!r}. Use uma destas: {', '.join(SCALES)}.")
+    return full if scale == "full" else smoke
+
+
+def current_scale() -> str:
+    """Devolve a escala em vigor (``full`` ou ``smoke``), lida de ``LABUTILS_SCALE``."""
+    value = os.environ.get(SCALE_ENV, DEFAULT_SCALE).strip().lower() or DEFAULT_SCALE
+    if value not in SCALES:
+        raise ValueError(
+            f"{SCALE_ENV}={value!r} não é uma escala válida. "
+            f"Use uma destas: {', '.join(SCALES)} (ex.: export {SCALE_ENV}=smoke)."
+        )
+    return value
+
+
+def sizes(scale: str | None = None) -> Sizes:
+    """Devolve os tamanhos da escala pedida (ou da escala em vigor)."""
+    if scale is None:
+        scale = current_scale()
+    if scale not in _SIZES:
+        raise ValueError(f"Escala desconhecida: {scale!r}. Use uma destas: {', '.join(SCALES)}.")
+    return _SIZES[scale]
+
+
+# ---------------------------------------------------------------- pastas
+
+
+def _folder(env_name: str, default: Path) -> Path:
+    value = os.environ.get(env_name)
+    return Path(value).expanduser() if value else default
+
+
+def data_dir() -> Path:
+    """Pasta dos dados: ``LABUTILS_DATA_DIR`` ou ``data/`` na raiz do repositório."""
+    return _folder(DATA_DIR_ENV, REPO_ROOT / "data")
+
+
+def results_dir() -> Path:
+    """Pasta dos resultados (criada se faltar): ``LABUTILS_RESULTS_DIR`` ou ``results/``."""
+    folder = _folder(RESULTS_DIR_ENV, REPO_ROOT / "results")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def train_storage() -> str:
+    """Onde o Ray Train guarda checkpoints: ``LABUTILS_TRAIN_STORAGE`` ou ``results/ray_train``.
+
+    Num cluster de várias máquinas, esta pasta precisa ser compartilhada por todos os nós
+    (NFS) ou ser um endereço de nuvem (``s3://...``): cada worker grava nela.
+    """
+    value = os.environ.get(TRAIN_STORAGE_ENV)
+    if value:
+        return value
+    path = results_dir() / "ray_train"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+# ---------------------------------------------------------------- Ray
+
+#: modo de autenticação do Ray usado por padrão em todos os processos (nó principal, workers,
+#: driver): o mesmo em todos, senão um recusa o outro (veja FACTS.md)
+RAY_AUTH_MODE_DEFAULT = "token"
+#: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
+WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, "TF_CPP_MIN_LOG_LEVEL")
+
+
+def ray_address() -> str | None:
+    """O endereço de cluster em ``RAY_ADDRESS`` (``None`` se vazio ou ausente)."""
+    return os.environ.get("RAY_ADDRESS") or None
+
+
+def ray_auth_mode() -> str | None:
+    """O ``RAY_AUTH_MODE`` deste processo (``None`` se não definido)."""
+    return os.environ.get("RAY_AUTH_MODE") or None
+
+
+def auth_disabled_warning() -> str | None:
+    """Aviso em português se a autenticação do Ray foi desligada neste ambiente."""
+    if (ray_auth_mode() or "").lower() != "disabled":
+        return None
+    return (
+        "RAY_AUTH_MODE=disabled: a autenticação por token do Ray está DESLIGADA. Qualquer "
+        "máquina que alcance as portas do cluster pode rodar código nele. Use só numa máquina "
+        "isolada; para ligar de novo: `unset RAY_AUTH_MODE` ou `export RAY_AUTH_MODE=token`."
+    )
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Ambiente para um subprocesso: uma cópia do atual, com ``extra`` por cima."""
+    return {**os.environ, **(extra or {})}
+
+
+def omp_threads() -> int | None:
+    """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
+    value = os.environ.get("OMP_NUM_THREADS")
+    return int(value) if value and value.isdigit() else None
+
+
+def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Ambiente para um processo do Ray (``ray start``...): o atual, com o modo de autenticação
+    padrão e sem estatísticas de uso."""
+    env = child_env()
+    env["RAY_AUTH_MODE"] = ray_auth_mode() or RAY_AUTH_MODE_DEFAULT
+    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env.update(extra or {})
+    return env
+
+
+def token_source() -> tuple[str, Path | None]:
+    """De onde o Ray lê o token, na ordem dele: ``("env", None)`` para ``RAY_AUTH_TOKEN``;
+    senão ``("path", arquivo)`` de ``RAY_AUTH_TOKEN_PATH`` ou ``~/.ray/auth_token``."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "env", None
+    path_env = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path_env:
+        return "path_env", Path(path_env).expanduser()
+    return "path", Path.home() / ".ray" / "auth_token"
+
+
+def token_from_env() -> str | None:
+    """O token em ``RAY_AUTH_TOKEN``, se houver. É um segredo: nunca o imprima."""
+    value = os.environ.get("RAY_AUTH_TOKEN")
+    return value.strip() if value else None
+
+
+def forwarded_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Variáveis que os workers do Ray precisam para ver a mesma escala e os mesmos dados."""
+    if extra is not None and not isinstance(extra, dict):
+        raise TypeError(f"extra deve ser um dict {{nome: valor}}, recebi {extra!r}.")
+    env = {name: os.environ[name] for name in WORKER_ENV_VARS if name in os.environ}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.update(extra or {})
+    return env
+
+
+def set_default_env() -> None:
+    """Padrões do processo, antes de importar o Ray e o TensorFlow: token ligado e TF quieto.
+
+    O Ray lê ``RAY_AUTH_MODE`` ao ser importado; por isso ``import labutils`` chama esta função
+    (os notebooks importam ``labutils`` antes do ``ray``). Um valor já definido é respeitado.
+
+    Se o ``ray`` já foi importado sem a variável, defini-la agora deixaria o driver sem token e
+    os processos que ele cria com token, e um recusaria o outro. O Ray não tem API pública para
+    recarregar esse modo, então nada muda e um aviso diz como ligar o token.
+    """
+    import sys
+    import warnings
+
+    if "RAY_AUTH_MODE" not in os.environ and "ray" in sys.modules:
+        warnings.warn(
+            "O `ray` foi importado antes do `labutils`: a autenticação por token do Ray fica "
+            "DESLIGADA neste processo. Para ligá-la, reinicie o kernel e importe `labutils` "
+            "antes do `ray` (ou exporte RAY_AUTH_MODE=token antes de abrir o Jupyter).",
+            stacklevel=2,
+        )
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", RAY_AUTH_MODE_DEFAULT)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -1,0 +1,62 @@
+"""labutils.system: comandos com prazo, grupos de processos encerrados por inteiro, portas."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from labutils import system
+
+
+def test_run_returns_output_and_fails_in_portuguese_on_error():
+    done = system.run([sys.executable, "-c", "print('oi')"], timeout=30)
+    assert done.stdout.strip() == "oi" and done.returncode == 0
+    with pytest.raises(system.CommandError, match=r"falhou \(código 3\)"):
+        system.run([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30)
+
+
+def test_run_past_its_timeout_kills_the_whole_group_fast(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    # o comando cria um neto que dormiria 60 s: o prazo tem de encerrar os dois
+    script = (
+        "import subprocess, sys, time;"
+        "p = subprocess.Popen(['sleep', '60']);"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid));"
+        "time.sleep(60)"
+    )
+    start = time.monotonic()
+    with pytest.raises(system.CommandError, match="não terminou em 2 s"):
+        system.run([sys.executable, "-c", script], timeout=2)
+    assert time.monotonic() - start < 15
+    grandchild = int(pid_file.read_text())
+    gone = not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == "zombie"
+    assert gone, "o neto do comando sobreviveu ao fim do grupo"
+
+
+def test_kill_group_stops_only_its_group():
+    mine = system.spawn_group(["sleep", "60"])
+    other = subprocess.Popen(["sleep", "60"])  # outro grupo: não pode ser tocado
+    try:
+        system.kill_group(mine, grace=1)
+        assert mine.poll() is not None
+        assert other.poll() is None
+        system.kill_group(mine)  # idempotente
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_ports_free_in_use_and_reachable():
+    ports = system.free_ports(3)
+    assert len(set(ports)) == 3
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert system.port_in_use(port, host="127.0.0.1")
+        assert system.reachable("127.0.0.1", port, timeout=2) is None
+    assert not system.port_in_use(port, host="127.0.0.1")
+    assert isinstance(system.reachable("127.0.0.1", port, timeout=2), OSError)
