@@ -28,8 +28,7 @@ RANDOM_STATE = 42
 #: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade
 PAIR_KEY = "floresta"
 FOREST_KEYS = ("n_estimators", "max_depth")
-# o backend joblib do Ray avisa que ignora o argumento 'context' que o scikit-learn passa: é
-# esperado e não muda nada; o aviso só confundiria o aluno
+# o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
 logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
 
 
@@ -295,6 +294,6 @@ def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: fl
     rows = [("laço (referência)", loop_s)] + list(timings.items())
     df = pd.DataFrame(rows, columns=["abordagem", "tempo (s)"])
     df["speedup"] = loop_s / df["tempo (s)"]
-    df["limite"] = bound
-    df["% do limite"] = 100 * df["speedup"] / bound
+    df["limite"] = [float("nan")] + [bound] * len(timings)  # o laço é a referência
+    df["% do limite"] = 100 * df["speedup"] / df["limite"]
     return df

@@ -103,7 +103,8 @@ def test_grid_search_cv_local_matches_the_loop(data, local):
 def test_speedup_table():
     df = tuning.speedup_table(10.0, {"a": 5.0, "b": 20.0}, [4.0, 3.0, 3.0], 2)
     assert list(df["speedup"]) == [1.0, 2.0, 0.5]
-    assert df["limite"].iloc[0] == pytest.approx(10 / 5)
+    assert np.isnan(df["limite"].iloc[0])  # o laço é a referência, sem limite
+    assert df["limite"].iloc[1] == pytest.approx(10 / 5)
     assert df["% do limite"].iloc[1] == pytest.approx(100.0)
 
 
