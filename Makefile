@@ -27,7 +27,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 lint: setup
-	$(VENV)/bin/ruff check labutils tests notebooks
+	$(VENV)/bin/ruff check labutils tests notebooks tools
 
 # Os testes de navegador (tests/test_browser.py) usam o Chromium do Debian, nunca um baixado
 # (a fonte de emoji é só para as capturas de tela mostrarem ✅/❌).

@@ -8,10 +8,12 @@ Cada módulo cuida de um assunto:
 - ``data``: carregamento dos conjuntos de dados (California Housing, CIFAR-100);
 - ``timing``: medição de tempo de parede;
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
-- ``cluster`` (e ``cluster_cli``): cabeça, workers e cluster local com ``ray start`` (lição 04);
+- ``cluster`` (e ``cluster_cli``): nó principal (head node), workers e cluster local com ``ray start`` (lição 04);
 - ``search`` e ``plots``: busca de hiperparâmetros, limite do speedup e gráficos (lição 02);
-- ``tfdevices``, ``tfdata``, ``tfmodel``, ``tftiming`` e ``plots_tf``: TensorFlow (lição 05);
-- ``multiworker``, ``checks`` e ``exercise``: o exercício multi-worker (lição 07);
+- ``tf`` (``devices``, ``data``, ``model``, ``timing``, ``plots``): TensorFlow (lições 05 a 07);
+- ``multiworker`` (planejar, lançar, à mão, checkpoints, autoverificações): o exercício
+  multi-worker (lição 07). O gerador do notebook do aluno fica fora do pacote, em
+  ``tools/make_student_notebook.py``;
 - ``doctor``: diagnóstico do ambiente (lição 00);
 - ``bench``: o benchmark de todas as abordagens (``make bench``).
 

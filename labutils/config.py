@@ -190,6 +190,13 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **(extra or {})}
 
 
+def tf_config() -> dict:
+    """O ``TF_CONFIG`` deste processo (os workers e o índice deste), ou ``{}`` se ausente."""
+    import json
+
+    return json.loads(os.environ.get("TF_CONFIG") or "{}")
+
+
 def omp_threads() -> int | None:
     """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
     value = os.environ.get("OMP_NUM_THREADS")

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from labutils import checks, multiworker
+from labutils import multiworker
+from labutils.multiworker import checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
@@ -183,10 +184,12 @@ def test_describe_write_read_and_table(tmp_path, monkeypatch):
         "task": {"type": "worker", "index": 1},
     }
     monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
-    strategy = SimpleNamespace(num_replicas_in_sync=2)
-    info = multiworker.describe_worker(strategy, 128)
+    model = SimpleNamespace(distribute_strategy=SimpleNamespace(num_replicas_in_sync=2))
+    info = multiworker.describe_worker(model, 128)
     assert info["rank"] == 1 and info["tf_config"] == tf_config and info["replicas"] == 2
     assert info["strategy"] == "SimpleNamespace" and info["pid"] == os.getpid()
+    with pytest.raises(TypeError, match="modelo Keras"):
+        multiworker.describe_worker(model.distribute_strategy, 128)  # a estratégia, não o modelo
     multiworker.write_worker(tmp_path, info)
     multiworker.write_worker(tmp_path, {**info, "rank": 0})
     infos = multiworker.read_workers(tmp_path)
@@ -241,33 +244,44 @@ def test_run_trainer_translates_a_todo_raised_in_a_worker():
         multiworker.run_trainer(_FakeTrainer(lambda: 1 / 0), timeout_s=5)
 
 
+def _source_of(notebook: Path, name: str) -> str:
+    """O código da célula do notebook que define a função ``name``."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    return next(c.source for c in cells if f"def {name}(" in c.source)
+
+
 def _loop_from(notebook: Path) -> dict:
     """Define (sem executar) as funções do laço dos workers das células do notebook."""
     import nbformat
 
     ns = {"__name__": "__main__", "checks": checks, "multiworker": multiworker}
+    names = ("global_batch_size", "worker_datasets", "build_model", "train_epochs", "report_to_ray")
     for cell in nbformat.read(notebook, as_version=4).cells:
-        if any(f"def {name}(" in cell.source for name in ("train_epochs", "report_to_ray")):
+        if any(f"def {name}(" in cell.source for name in names):
             exec(compile(cell.source, str(notebook), "exec"), ns)
     return ns
 
 
 def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers():
     student = _loop_from(SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb"))
-    todo3 = (
-        "TODO 3 ainda não terminado: crie a estratégia tf.distribute.MultiWorkerMirroredStrategy."
+    todo5 = (
+        "TODO 5 ainda não terminado: crie a estratégia tf.distribute.MultiWorkerMirroredStrategy."
     )
-    assert multiworker.pending_todo(student["train_loop_per_worker"]) == todo3
+    assert multiworker.pending_todo(student["train_loop_per_worker"]) == todo5
     trainer = _FakeTrainer(lambda: pytest.fail("fit() não deveria rodar"))
     trainer.train_loop_per_worker = student["train_loop_per_worker"]
     start = time.monotonic()
-    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
+    with pytest.raises(checks.TodoNotDone, match="TODO 5 ainda não terminado"):
         multiworker.run_trainer(trainer, timeout_s=5)
     assert time.monotonic() - start < 1
-    # TODO 3 feito (sem os stubs de train_epochs): sobra o TODO 4, no report_to_ray
-    student["train_epochs"] = _loop_from(SOLUTION)["train_epochs"]
-    assert multiworker.pending_todo(student["train_loop_per_worker"]).startswith("TODO 4 ")
-    assert multiworker.pending_todo(_loop_from(SOLUTION)["train_loop_per_worker"]) is None
+    # TODO 5 e TODO 6 feitos: sobram os TODOs 2, 3 e 4, nas funções que o laço chama
+    for name in ("train_epochs", "report_to_ray"):
+        exec(compile(_source_of(SOLUTION, name), str(SOLUTION), "exec"), student)
+    assert multiworker.pending_todo(student["train_loop_per_worker"]).startswith("TODO 2 ")
+    solution = _loop_from(SOLUTION)
+    assert multiworker.pending_todo(solution["train_loop_per_worker"]) is None
 
 
 # ---------------------------------------------------------------- à mão, sem Ray
@@ -342,7 +356,7 @@ def test_launch_by_hand_reports_a_failing_worker(by_value, tmp_path):
 _DRIVER = """
 import json, sys
 import nbformat
-from labutils import exercise
+from tools import make_student_notebook as exercise
 nb = nbformat.read(sys.argv[1], as_version=4)
 cells = [c for c in nb.cells if "multinode" in c.metadata.get("tags", [])]
 ns = {"__name__": "__main__"}
@@ -360,7 +374,7 @@ try:
     ns["multiworker"].run_trainer(ns["TensorflowTrainer"](
         ns["train_loop_per_worker"], train_loop_config=ns["config"],
         scaling_config=ns["scaling_config"],
-        run_config=ns["RunConfig"](name="todo", storage_path=ns["multiworker"].storage_path()),
+        run_config=ns["RunConfig"](name="todo", storage_path=ns["lab_config"].train_storage()),
     ), timeout_s=180)
     report["todo"] = None
 except ns["checks"].TodoNotDone as err:
@@ -390,15 +404,16 @@ def test_solution_trains_on_two_distinct_nodes_of_a_real_cluster(tmp_path):
     assert [w["rank"] for w in workers] == [0, 1]
     node_ids = {w["node_id"] for w in workers}
     assert len(node_ids) == 2, f"os 2 workers rodaram no mesmo nó: {node_ids}"
-    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3  # cabeça + 2 workers
+    # nó principal + 2 workers
+    assert node_ids <= set(report["nodes"]) and len(report["nodes"]) == 3
     assert all(
         w["strategy"] == "MultiWorkerMirroredStrategy" and w["replicas"] == 2 for w in workers
     )
     assert {w["tf_config"]["task"]["index"] for w in workers} == {0, 1}
     assert "model.keras" in report["files"] and "worker_1.json" in report["files"]
     assert report["metrics"]["epoch"] >= 1 and report["metrics"]["loss"] > 0
-    assert (report["todo"] or "").startswith("TODO 3 ainda não terminado: crie a estratégia")
-    assert any(p.name.startswith("licao05-") for p in tmp_path.iterdir())  # checkpoints lá
+    assert (report["todo"] or "").startswith("TODO 5 ainda não terminado: crie a estratégia")
+    assert any(p.name.startswith("licao07-") for p in tmp_path.iterdir())  # checkpoints lá
 
 
 # ---------------------------------------------------------------- um nó cai no meio do treino
@@ -486,7 +501,7 @@ def test_attempts_and_redone_epochs_are_counted_from_the_log():
 @pytest.mark.slow
 def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(tmp_path):
     """Mata um nó inteiro (SIGKILL no grupo de processos do ``ray start``) depois do 1º
-    checkpoint: o Ray Train recomeça os 2 workers na cabeça + no nó que sobrou (3 nós de 1 CPU
+    checkpoint: o Ray Train recomeça os 2 workers no nó principal + no nó que sobrou (3 nós de 1 CPU
     para 2 workers: um nó de folga), o laço retoma do último checkpoint e termina as épocas."""
 
     from labutils.cluster import LocalCluster
@@ -513,10 +528,10 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
             while killed is None and driver.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
                 entries = _read_log(logs / "rank0.jsonl") + _read_log(logs / "rank1.jsonl")
-                registered = list(storage.glob("licao05-*/checkpoint_manager_snapshot.json"))
+                registered = list(storage.glob("licao07-*/checkpoint_manager_snapshot.json"))
                 if not entries or not registered:
                     continue  # ainda sem checkpoint registrado pelo Ray Train
-                # um worker de treino fora da cabeça; o seu nó = o `ray start --block` acima dele
+                # um worker de treino fora do nó principal; o seu nó = o `ray start --block` acima dele
                 for entry in entries:
                     node = _node_process(entry["pid"], cluster.pids)
                     if node is not None and "--head" not in node.cmdline():

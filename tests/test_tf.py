@@ -18,7 +18,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from labutils.tfdevices import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
+from labutils.tf.devices import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
 
 try:  # outros testes deste processo podem já ter inicializado o TensorFlow
     setup_devices(2)
@@ -27,10 +27,20 @@ except DevicesAlreadyInitializedError:
 
 import tensorflow as tf  # noqa: E402
 
-from labutils.plots_tf import Run, plot_training, summary_table  # noqa: E402
-from labutils.tfdata import get_data, global_batch_size, scale  # noqa: E402
-from labutils.tfmodel import check_loss_activation, create_model  # noqa: E402
-from labutils.tftiming import EpochTimer, GpuSampler  # noqa: E402
+from labutils.tf.data import (  # noqa: E402
+    get_data,
+    global_batch_size,
+    normalize_images,
+    split_validation,
+)
+from labutils.tf.model import (  # noqa: E402
+    check_loss_activation,
+    create_model,
+    lesson_model_path,
+    save_lesson_model,
+)
+from labutils.tf.plots import Run, plot_training, summary_table  # noqa: E402
+from labutils.tf.timing import EpochTimer, GpuSampler  # noqa: E402
 
 SOFTMAX_WARNING = ".*Softmax activation.*"
 
@@ -60,9 +70,9 @@ def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 180)
 # ---------------------------------------------------------------- dados
 
 
-def test_scale_maps_uint8_to_unit_interval_and_keeps_label():
+def test_normalize_images_maps_uint8_to_unit_interval_and_keeps_label():
     image = tf.constant([[[0, 128, 255]]], dtype=tf.uint8)
-    out, label = scale(image, tf.constant(7, tf.int64))
+    out, label = normalize_images(image, tf.constant(7, tf.int64))
     assert out.dtype == tf.float32
     np.testing.assert_allclose(out.numpy().ravel(), [0.0, 128 / 255, 1.0], rtol=1e-6)
     assert int(label) == 7
@@ -115,6 +125,32 @@ def test_get_data_shuffles_train_every_epoch_but_not_eval():
 
 
 # ---------------------------------------------------------------- dispositivos
+
+
+def test_split_validation_carves_disjoint_validation_from_train():
+    ds = tf.data.Dataset.from_tensor_slices((tf.zeros((20, 1)), tf.range(20, dtype=tf.int64)))
+    train, val = split_validation(ds, 20, fraction=0.25)
+    train_ids = [int(y) for _, y in train]
+    val_ids = [int(y) for _, y in val]
+    assert val_ids == [0, 1, 2, 3, 4] and train_ids == list(range(5, 20))
+    for bad in (0, 1, 1.5, True):
+        with pytest.raises(ValueError, match="fraction"):
+            split_validation(ds, 20, fraction=bad)
+    with pytest.raises(ValueError, match="não sobra treino"):
+        split_validation(ds, 1, fraction=0.5)
+
+
+def test_save_lesson_model_writes_where_lesson_06_reads(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABUTILS_RESULTS_DIR", str(tmp_path))
+    assert lesson_model_path() == tmp_path / "modelos" / "cifar100_cnn.keras"
+    model = create_model(num_classes=3, compile=False)
+    assert getattr(model, "optimizer", None) is None  # compile=False: sem compilar
+    path = save_lesson_model(create_model(num_classes=3))
+    assert path == lesson_model_path() and path.exists()
+    again = tf.keras.models.load_model(path)
+    assert again.output_shape == (None, 3)
+    with pytest.raises(TypeError, match="modelo Keras"):
+        save_lesson_model("modelo")
 
 
 def test_setup_devices_rejects_bad_counts():
@@ -297,10 +333,10 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
     result = run_python(
         """
         import json, os
-        from labutils.tfdevices import setup_devices, DevicesAlreadyInitializedError
+        from labutils.tf.devices import setup_devices, DevicesAlreadyInitializedError
         devices = setup_devices(2)
         import tensorflow as tf
-        from labutils.tfmodel import create_model
+        from labutils.tf.model import create_model
         strategy = tf.distribute.MirroredStrategy()
         with strategy.scope():
             model = create_model(num_classes=10)
@@ -331,9 +367,9 @@ def test_create_model_and_pipeline_work_under_legacy_tf_keras():
         import json, warnings
         import numpy as np
         import tensorflow as tf
-        from labutils.tfdata import get_data
-        from labutils.tfmodel import check_loss_activation, create_model
-        from labutils.tftiming import EpochTimer
+        from labutils.tf.data import get_data
+        from labutils.tf.model import check_loss_activation, create_model
+        from labutils.tf.timing import EpochTimer
         warnings.filterwarnings("error", message=".*Softmax activation.*")
         rng = np.random.default_rng(0)
         pairs = tf.data.Dataset.from_tensor_slices(

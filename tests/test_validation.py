@@ -75,18 +75,13 @@ def _plan():
     return WorkerPlan(2, False, {"CPU": 1.0})
 
 
-def _labutils(module: str):
-    import importlib
-
-    return importlib.import_module(f"labutils.{module}")
-
-
-def m(name: str):
+def m(name: str, package: str = "labutils"):
     """Atalho: ``m("config").sizes`` importa ``labutils.config`` só quando o caso roda."""
+    import importlib
 
     class _Lazy:
         def __getattr__(self, attr):
-            return getattr(_labutils(name), attr)
+            return getattr(importlib.import_module(f"{package}.{name}"), attr)
 
     return _Lazy()
 
@@ -98,8 +93,9 @@ config, system, timing, data, raytools = (
     m("data"),
     m("raytools"),
 )
-tfdata, tfmodel, tfdevices = m("tfdata"), m("tfmodel"), m("tfdevices")
-multiworker, checks, exercise = m("multiworker"), m("checks"), m("exercise")
+tfdata, tfmodel, tfdevices = m("tf.data"), m("tf.model"), m("tf.devices")
+multiworker, checks = m("multiworker"), m("multiworker.checks")
+exercise = m("make_student_notebook", package="tools")
 cluster, doctor, search, plots = m("cluster"), m("doctor"), m("search"), m("plots")
 
 # (função, o que há de errado, chamada, exceção esperada, trecho que nomeia o valor ruim)
@@ -189,54 +185,68 @@ CASES = [
         TypeError,
         "'A=1'",
     ),
-    # tfdata
+    # tf/data
     (
-        "tfdata.global_batch_size",
+        "tf/data.global_batch_size",
         "lote zero",
         lambda: tfdata.global_batch_size(0),
         ValueError,
         "recebi 0",
     ),
     (
-        "tfdata.global_batch_size",
+        "tf/data.global_batch_size",
         "réplicas negativas",
         lambda: tfdata.global_batch_size(64, num_replicas=-2),
         ValueError,
         "recebi -2",
     ),
     (
-        "tfdata.get_data",
+        "tf/data.get_data",
         "lote não divisível",
         lambda: tfdata.get_data(*_tiny_datasets(), global_batch=7, num_replicas=2),
         ValueError,
         "(7)",
     ),
     (
-        "tfdata.get_data",
+        "tf/data.get_data",
         "buffer zero",
         lambda: tfdata.get_data(*_tiny_datasets(), global_batch=4, shuffle_buffer=0),
         ValueError,
         "recebi 0",
     ),
-    # tfmodel
-    ("tfmodel.create_model", "1 classe", lambda: tfmodel.create_model(1), ValueError, "recebi 1"),
+    # tf/model
+    ("tf/model.create_model", "1 classe", lambda: tfmodel.create_model(1), ValueError, "recebi 1"),
     (
-        "tfmodel.create_model",
+        "tf/model.create_model",
         "taxa negativa",
         lambda: tfmodel.create_model(learning_rate=-0.1),
         ValueError,
         "recebi -0.1",
     ),
-    # tfdevices (valida antes de importar o TensorFlow)
     (
-        "tfdevices.setup_devices",
+        "tf/data.split_validation",
+        "fração 1.5",
+        lambda: tfdata.split_validation(_tiny_datasets()[0], 4, fraction=1.5),
+        ValueError,
+        "recebi 1.5",
+    ),
+    (
+        "tf/model.save_lesson_model",
+        "não é modelo",
+        lambda: tfmodel.save_lesson_model("modelo.keras"),
+        TypeError,
+        "str",
+    ),
+    # tf/devices (valida antes de importar o TensorFlow)
+    (
+        "tf/devices.setup_devices",
         "zero CPUs lógicas",
         lambda: tfdevices.setup_devices(0),
         ValueError,
         "recebi 0",
     ),
     (
-        "tfdevices.setup_devices",
+        "tf/devices.setup_devices",
         "booleano",
         lambda: tfdevices.setup_devices(True),
         ValueError,
@@ -322,50 +332,64 @@ CASES = [
     ),
     # checks
     (
-        "checks.check_global_batch",
+        "multiworker/checks.check_global_batch",
         "não é função",
         lambda: checks.check_global_batch(128),
         AssertionError,
         "recebi 128",
     ),
     (
-        "checks.check_scaling_config",
+        "multiworker/checks.check_scaling_config",
         "não é ScalingConfig",
         lambda: checks.check_scaling_config({"num_workers": 2}, _plan()),
         AssertionError,
         "dict",
     ),
     (
-        "checks.check_accuracy",
+        "multiworker/checks.check_accuracy",
         "texto",
         lambda: checks.check_accuracy("alta"),
         AssertionError,
         "'alta'",
     ),
     (
-        "checks.check_accuracy",
+        "multiworker/checks.check_accuracy",
         "perda no lugar",
         lambda: checks.check_accuracy(4.6),
         AssertionError,
         "recebi 4.6",
     ),
     (
-        "checks.check_accuracy",
+        "multiworker/checks.check_accuracy",
         "1 classe",
         lambda: checks.check_accuracy(0.5, num_classes=1),
         ValueError,
         "recebi 1",
     ),
-    # exercise
     (
-        "exercise.student_path",
+        "multiworker/checks.check_worker_datasets",
+        "não é função",
+        lambda: checks.check_worker_datasets(128),
+        AssertionError,
+        "recebi 128",
+    ),
+    (
+        "multiworker.describe_worker",
+        "estratégia no lugar do modelo",
+        lambda: multiworker.describe_worker(object(), 128),
+        TypeError,
+        "recebi object",
+    ),
+    # tools/make_student_notebook
+    (
+        "tools/make_student_notebook.student_path",
         "nome sem _solucao",
         lambda: exercise.student_path(__import__("pathlib").Path("aula.ipynb")),
         ValueError,
         "aula.ipynb",
     ),
     (
-        "exercise.strip_solutions",
+        "tools/make_student_notebook.strip_solutions",
         "região sem fim",
         lambda: exercise.strip_solutions("# BEGIN SOLUTION\nx = 1\n", "célula 7"),
         ValueError,
@@ -547,7 +571,7 @@ def test_bad_input_fails_fast_with_a_portuguese_message_naming_it(
     message = str(info.value)
     assert fragment in message, f"{function} ({problem}): a mensagem não nomeia {fragment!r}"
     assert any(word in message.lower() for word in PT_WORDS), f"não parece pt-BR: {message!r}"
-    if not function.startswith(("tfdata", "tfmodel")):  # esses pagam o import do TensorFlow
+    if not function.startswith(("tf/data", "tf/model")):  # esses pagam o import do TensorFlow
         assert elapsed < FAST_S, f"{function} levou {elapsed:.1f} s para recusar"
 
 
@@ -560,9 +584,10 @@ def test_the_table_covers_every_module_of_the_issue():
         "data",
         "raytools",
         "search",
-        "tfdata",
-        "tfmodel",
-        "tfdevices",
+        "tf/data",
+        "tf/model",
+        "tf/devices",
     }
-    wanted |= {"multiworker", "checks", "exercise", "cluster", "doctor", "bench", "plots"}
+    wanted |= {"multiworker", "multiworker/checks", "tools/make_student_notebook"}
+    wanted |= {"cluster", "doctor", "bench", "plots"}
     assert wanted <= covered, wanted - covered

@@ -55,7 +55,7 @@ def _images_per_second(dataset: Any, n: int, passes: int) -> list[float]:
 
 
 def _fit(model: Any, dataset: Any, n: int, repeats: int) -> list[float]:
-    from labutils.tftiming import EpochTimer
+    from labutils.tf.timing import EpochTimer
 
     timer = EpochTimer(n)
     model.fit(dataset, epochs=repeats + 1, callbacks=[timer], verbose=0)
@@ -66,13 +66,14 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
     """Pipeline, treino centralizado e MirroredStrategy, num processo só."""
     import warnings
 
-    from labutils.tfdevices import setup_devices
+    from labutils.tf.devices import setup_devices
 
     devices = setup_devices(logical_cpus=2)
     import tensorflow as tf
 
-    from labutils.tfdata import SHUFFLE_BUFFER, get_data, global_batch_size, scale
-    from labutils.tfmodel import create_model
+    from labutils.tf.data import SHUFFLE_BUFFER, get_data, global_batch_size
+    from labutils.tf.data import normalize_images as scale
+    from labutils.tf.model import create_model
 
     tf.get_logger().setLevel("ERROR")
     warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
@@ -108,8 +109,8 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     import tensorflow as tf
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # antes de qualquer outra op do TF
-    from labutils.tfdata import get_data
-    from labutils.tfmodel import create_model
+    from labutils.tf.data import get_data
+    from labutils.tf.model import create_model
 
     train, n, source = load_train(config["scale"], config["images"], config["synthetic"])
     global_batch = config["batch_per_replica"] * strategy.num_replicas_in_sync

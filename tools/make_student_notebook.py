@@ -1,5 +1,7 @@
 """Gera o notebook do aluno a partir do notebook de solução (uma única fonte da verdade).
 
+Ferramenta de quem mantém o curso: fica fora do pacote ``labutils`` (que os alunos importam).
+
 No notebook de solução, cada trecho que o aluno deve escrever fica entre marcadores. Numa
 célula de código::
 
@@ -15,8 +17,8 @@ Células com a etiqueta (tag) ``solution-only`` não vão para o notebook do alu
 
 Linha de comando::
 
-    python -m labutils.exercise notebooks/07_exercicio_multiworker_solucao.ipynb          # grava
-    python -m labutils.exercise notebooks/07_exercicio_multiworker_solucao.ipynb --check  # confere
+    python tools/make_student_notebook.py notebooks/07_exercicio_multiworker_solucao.ipynb          # grava
+    python tools/make_student_notebook.py notebooks/07_exercicio_multiworker_solucao.ipynb --check  # confere
 """
 
 from __future__ import annotations
@@ -82,10 +84,6 @@ def strip_solutions(source: str, where: str = "célula") -> str:
     return "\n".join(out)
 
 
-def has_solutions(source: str) -> bool:
-    return any((_parse(line) or ("",))[0] == "BEGIN SOLUTION" for line in source.splitlines())
-
-
 def generate(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Devolve o notebook do aluno (novo objeto; ``solution`` não é alterado), sem saídas."""
     student = nbformat.v4.new_notebook(metadata=dict(solution.metadata))
@@ -119,7 +117,7 @@ def render(solution_path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m labutils.exercise",
+        prog="python tools/make_student_notebook.py",
         description="Gera o notebook do aluno (…_aluno.ipynb) a partir do de solução.",
     )
     parser.add_argument("solution", type=Path, help="notebook de solução (…_solucao.ipynb)")
@@ -133,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         current = target.read_text(encoding="utf-8") if target.exists() else ""
         if current != text:
             print(
-                f"{target} está desatualizado: rode `python -m labutils.exercise {args.solution}`.",
+                f"{target} está desatualizado: rode `python tools/make_student_notebook.py {args.solution}`.",
                 file=sys.stderr,
             )
             return 1

@@ -1,60 +1,60 @@
 """Autoverificações do exercício da lição 07, com retorno imediato em português.
 
 Cada ``check_*`` imprime ``✅ ...`` quando está tudo certo e, quando não está, levanta
-:class:`CheckFailed` com uma explicação curta do que conferir. Um TODO ainda não feito
+:class:`CheckFailed` dizendo o que está errado e como corrigir. Um TODO ainda não feito
 (``checks.todo(...)`` ou o marcador ``...``) gera :class:`TodoNotDone`: "ainda não terminado",
 sem um traceback enorme (o Jupyter mostra só a mensagem).
+
+Aqui ficam as conferências feitas no driver (lote global, ``ScalingConfig``, resultado do treino,
+acurácia); as das peças que rodam em cada worker (dados, modelo, report) ficam em
+:mod:`~labutils.multiworker.worker_checks` e são reexportadas aqui.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from labutils.multiworker.feedback import CheckFailed, TodoNotDone, ok, todo, unfinished
+from labutils.multiworker.worker_checks import (
+    check_build_model,
+    check_reporting,
+    check_worker_datasets,
+)
 
-class _FriendlyError(Exception):
-    """Erro mostrado no Jupyter só com a mensagem (sem traceback)."""
-
-    icon = "❌"
-
-    def _render_traceback_(self) -> list[str]:  # usado pelo IPython no lugar do traceback
-        return [
-            f"{self.icon} {line}" if i == 0 else f"   {line}" for i, line in enumerate(self.lines())
-        ]
-
-    def lines(self) -> list[str]:
-        return str(self).splitlines() or [type(self).__name__]
-
-    def __reduce__(self):  # atravessa o pickle (ex.: vindo de um worker do Ray)
-        return (type(self), tuple(str(a) for a in self.args))
-
-
-class TodoNotDone(_FriendlyError, NotImplementedError):
-    """Um TODO do exercício ainda não foi feito."""
-
-    icon = "🚧"
+__all__ = [
+    "CheckFailed",
+    "TodoNotDone",
+    "check_accuracy",
+    "check_build_model",
+    "check_global_batch",
+    "check_no_todo",
+    "check_reporting",
+    "check_result",
+    "check_scaling_config",
+    "check_worker_datasets",
+    "todo",
+]
 
 
-class CheckFailed(_FriendlyError, AssertionError):
-    """Uma autoverificação falhou: a mensagem diz o que conferir."""
+def check_no_todo(fn: Any) -> None:
+    """Confere que ``fn`` (e as funções do notebook que ela chama) não tem TODO pendente.
 
+    Olha o código sem executá-lo: o laço dos workers só roda de verdade dentro do Ray Train.
+    """
+    from labutils.multiworker.launch import pending_todo
 
-def todo(number: int | str, what: str) -> Any:
-    """Marca um TODO do aluno: levanta :class:`TodoNotDone` explicando o que falta fazer."""
-    raise TodoNotDone(f"TODO {number} ainda não terminado: {what}.")
-
-
-def _unfinished(value: Any, what: str) -> None:
-    if value is Ellipsis:
-        raise TodoNotDone(f"{what} ainda não terminado: troque o `...` pelo seu código.")
-
-
-def _ok(message: str) -> None:
-    print(f"✅ {message}")
+    unfinished(fn, getattr(fn, "__name__", "a função"))
+    if not callable(fn):
+        raise CheckFailed(f"Esperava a função do laço dos workers, recebi {fn!r}.")
+    pending = pending_todo(fn)
+    if pending:
+        raise TodoNotDone(pending)
+    ok(f"{fn.__name__} sem TODOs pendentes (o que cada worker usou é conferido após o treino)")
 
 
 def check_global_batch(global_batch_size: Any) -> None:
     """Confere a função ``global_batch_size(batch_per_worker, num_workers)``."""
-    _unfinished(global_batch_size, "global_batch_size")
+    unfinished(global_batch_size, "global_batch_size")
     if not callable(global_batch_size):
         raise CheckFailed(
             "global_batch_size deve ser uma função (batch_per_worker, num_workers), "
@@ -62,21 +62,21 @@ def check_global_batch(global_batch_size: Any) -> None:
         )
     for per_worker, workers in ((64, 2), (32, 3), (16, 1)):
         got = global_batch_size(per_worker, workers)
-        _unfinished(got, "global_batch_size")
+        unfinished(got, "global_batch_size")
         if got != per_worker * workers:
             raise CheckFailed(
                 f"global_batch_size({per_worker}, {workers}) devolveu {got!r}, esperado "
                 f"{per_worker * workers}.\nCada passo de treino consome um lote por worker; o "
                 "lote GLOBAL (o que o tf.data recebe) é a soma deles."
             )
-    _ok("lote global = lote por worker × número de workers")
+    ok("lote global = lote por worker × número de workers")
 
 
 def check_scaling_config(scaling_config: Any, plan: Any) -> None:
     """Confere o ``ScalingConfig`` contra o plano (``multiworker.plan_workers``)."""
     from ray.train import ScalingConfig
 
-    _unfinished(scaling_config, "scaling_config")
+    unfinished(scaling_config, "scaling_config (TODO 1)")
     if not isinstance(scaling_config, ScalingConfig):
         raise CheckFailed(
             f"scaling_config deve ser um ray.train.ScalingConfig, recebi {type(scaling_config).__name__}."
@@ -96,18 +96,19 @@ def check_scaling_config(scaling_config: Any, plan: Any) -> None:
             f"resources_per_worker={scaling_config.resources_per_worker!r}, mas o plano (que "
             f"cabe no cluster) é {plan.resources_per_worker!r}: use plan.resources_per_worker."
         )
-    _ok(f"ScalingConfig: {plan.num_workers} workers, use_gpu={plan.use_gpu}")
+    ok(f"ScalingConfig: {plan.num_workers} workers, use_gpu={plan.use_gpu}")
 
 
 def check_result(
     result: Any, workers: list[dict], *, num_workers: int, batch_per_worker: int
 ) -> None:
     """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker viu."""
-    _unfinished(result, "result")
+    unfinished(result, "result")
     if getattr(result, "checkpoint", None) is None:
         raise CheckFailed(
             "O treino não devolveu checkpoint: chame ray.train.report(métricas, "
-            "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a cada época."
+            "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a "
+            "cada época."
         )
     metrics = getattr(result, "metrics", None)
     if not metrics or "loss" not in metrics or "accuracy" not in metrics:
@@ -115,7 +116,7 @@ def check_result(
             f"As métricas voltaram incompletas ({metrics!r}): reporte ao menos 'loss' e 'accuracy'. "
             "No Ray Train V2 as métricas só são guardadas quando vêm junto com um checkpoint."
         )
-    _ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
+    ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
     if len(workers) != num_workers:
         raise CheckFailed(
             f"O checkpoint tem a descrição de {len(workers)} worker(s), esperado {num_workers}: "
@@ -123,10 +124,18 @@ def check_result(
         )
     for info in workers:
         rank = info.get("rank")
-        if info.get("strategy") != "MultiWorkerMirroredStrategy":
+        used = str(info.get("strategy"))
+        if used.startswith("padrão"):
             raise CheckFailed(
-                f"O worker {rank} usou {info.get('strategy')!r}: crie "
-                "tf.distribute.MultiWorkerMirroredStrategy() no início do laço de cada worker."
+                f"O modelo do worker {rank} foi criado FORA de strategy.scope() "
+                "(model.distribute_strategy é a estratégia padrão): cada worker treinou sozinho, "
+                "sem somar gradientes. Crie e compile o modelo dentro de `with strategy.scope():`."
+            )
+        if used != "MultiWorkerMirroredStrategy":
+            raise CheckFailed(
+                f"O modelo do worker {rank} usou {used!r}: crie "
+                "tf.distribute.MultiWorkerMirroredStrategy() no início do laço de cada worker "
+                "e o modelo dentro do escopo dela."
             )
         if info.get("replicas") != num_workers:
             raise CheckFailed(
@@ -139,12 +148,12 @@ def check_result(
                 f"O worker {rank} usou lote global {info.get('global_batch')}, esperado {expected} "
                 f"({batch_per_worker} por worker × {num_workers} workers)."
             )
-    _ok(f"{num_workers} workers com MultiWorkerMirroredStrategy, lote global {expected}")
+    ok(f"{num_workers} workers com MultiWorkerMirroredStrategy, lote global {expected}")
 
 
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
-    _unfinished(accuracy, "a avaliação")
+    unfinished(accuracy, "test_accuracy (TODO 7)")
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
     try:
@@ -172,4 +181,4 @@ def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = Fal
             "normalização das imagens, a função de perda (from_logits coerente com a saída) e se o "
             "modelo restaurado é o do último checkpoint."
         )
-    _ok(f"acurácia de teste {accuracy:.3f} > acaso ({chance:.3f})")
+    ok(f"acurácia de teste {accuracy:.3f} > acaso ({chance:.3f})")

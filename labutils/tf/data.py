@@ -1,4 +1,4 @@
-"""Pipeline ``tf.data`` do CIFAR-100: normalização e lotes para treino centralizado ou distribuído.
+"""Pipeline ``tf.data`` do CIFAR-100: normalização, lotes e a validação separada do treino.
 
 Usado pela lição 05 (``MirroredStrategy``) e pelos workers da lição 07 (``MultiWorkerMirrored``):
 por isso :func:`get_data` recebe o número de réplicas (ou o lote global) explicitamente, sem
@@ -21,8 +21,12 @@ import tensorflow as tf  # noqa: E402
 SHUFFLE_BUFFER = 10_000
 
 
-def scale(image, label):
-    """Converte a imagem ``uint8`` (0–255) em ``float32`` no intervalo [0, 1]; o rótulo não muda."""
+def normalize_images(image, label):
+    """Converte a imagem ``uint8`` (0–255) em ``float32`` no intervalo [0, 1]; o rótulo não muda.
+
+    (No roteiro original esta função se chamava ``scale``; o nome mudou para não confundir com a
+    escala das lições, ``LABUTILS_SCALE``.)
+    """
     image = tf.cast(image, tf.float32)
     image /= 255.0
     return image, label
@@ -57,7 +61,7 @@ def get_data(
     ``labutils.sizes().batch_per_replica`` quando omitido. ``num_replicas=1`` é o treino
     centralizado; ``strategy.num_replicas_in_sync`` é o distribuído.
 
-    Treino: ``map(scale)`` → ``cache()`` → ``shuffle()`` → ``batch()`` → ``prefetch()``.
+    Treino: ``map(normalize_images)`` → ``cache()`` → ``shuffle()`` → ``batch()`` → ``prefetch()``.
     Avaliação: o mesmo, sem embaralhar.
     """
     if global_batch is None:
@@ -76,13 +80,37 @@ def get_data(
 
     autotune = tf.data.AUTOTUNE
     train_dataset = (
-        train.map(scale, num_parallel_calls=autotune)
+        train.map(normalize_images, num_parallel_calls=autotune)
         .cache()  # normaliza uma vez só; as épocas seguintes leem da memória
         .shuffle(shuffle_buffer, seed=seed)  # nova ordem a cada época
         .batch(global_batch)
         .prefetch(autotune)  # prepara o próximo lote enquanto o modelo treina
     )
     eval_dataset = (
-        test.map(scale, num_parallel_calls=autotune).cache().batch(global_batch).prefetch(autotune)
+        test.map(normalize_images, num_parallel_calls=autotune)
+        .cache()
+        .batch(global_batch)
+        .prefetch(autotune)
     )
     return train_dataset, eval_dataset
+
+
+def split_validation(
+    train: tf.data.Dataset, num_examples: int, fraction: float = 0.1
+) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+    """Separa do TREINO um conjunto de validação: ``(treino sem a validação, validação)``.
+
+    A validação são os primeiros ``fraction × num_examples`` exemplos (a ordem do ``tfds.load``
+    é fixa, então todo worker separa os mesmos). Escolhas feitas durante o treino (épocas,
+    hiperparâmetros) olham a validação; o teste fica para medir o modelo final uma vez só.
+    """
+    _check_positive_int("num_examples", num_examples)
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
+        raise ValueError(f"fraction deve ser um número entre 0 e 1, recebi {fraction!r}.")
+    num_val = max(1, int(num_examples * fraction))
+    if num_val >= num_examples:
+        raise ValueError(
+            f"Com {num_examples} exemplos não sobra treino depois de separar {num_val} para a "
+            "validação: use mais exemplos ou uma fração menor."
+        )
+    return train.skip(num_val), train.take(num_val)

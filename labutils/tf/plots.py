@@ -1,7 +1,7 @@
 """Gráficos e tabela que comparam o treino centralizado e o distribuído (lição 05).
 
 Cada abordagem entra como um :class:`Run`: o histórico do ``fit`` (``History`` ou o dicionário
-``history.history``) e o :class:`~labutils.tftiming.EpochTimer` usado no mesmo ``fit``.
+``history.history``) e o :class:`~labutils.tf.timing.EpochTimer` usado no mesmo ``fit``.
 """
 
 from __future__ import annotations

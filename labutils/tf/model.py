@@ -12,6 +12,7 @@ quando recebe probabilidades.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,11 +22,14 @@ import tensorflow as tf  # noqa: E402
 INPUT_SHAPE = (32, 32, 3)
 
 
-def create_model(num_classes: int = 100, *, learning_rate: float = 1e-3) -> tf.keras.Model:
+def create_model(
+    num_classes: int = 100, *, learning_rate: float = 1e-3, compile: bool = True
+) -> tf.keras.Model:
     """Cria e compila a CNN: Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``.
 
     Chame dentro de ``strategy.scope()`` para o treino distribuído: as variáveis do modelo e do
     otimizador precisam nascer dentro do escopo para serem espelhadas nas réplicas.
+    ``compile=False`` devolve a rede sem compilar (o exercício da lição 07 compila à parte).
     """
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
@@ -49,12 +53,40 @@ def create_model(num_classes: int = 100, *, learning_rate: float = 1e-3) -> tf.k
             layers.Dense(num_classes, activation="softmax"),  # 100 classes no CIFAR-100
         ]
     )
+    if compile:
+        compile_model(model, learning_rate=learning_rate)
+    return model
+
+
+def compile_model(model: tf.keras.Model, *, learning_rate: float = 1e-3) -> tf.keras.Model:
+    """Compila com Adam, ``SparseCategoricalCrossentropy(from_logits=False)`` e acurácia."""
     model.compile(
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False),
         optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate),
         metrics=["accuracy"],
     )
     return model
+
+
+#: nome do arquivo do modelo treinado na lição 05 (lido pela inferência em lote, lição 06)
+LESSON_MODEL_NAME = "cifar100_cnn.keras"
+
+
+def lesson_model_path() -> Path:
+    """Onde a lição 05 grava o modelo treinado: ``results_dir()/modelos/cifar100_cnn.keras``."""
+    from labutils.config import results_dir
+
+    return results_dir() / "modelos" / LESSON_MODEL_NAME
+
+
+def save_lesson_model(model: tf.keras.Model) -> Path:
+    """Grava o modelo treinado da lição 05 em :func:`lesson_model_path` e devolve o caminho."""
+    if not callable(getattr(model, "save", None)):
+        raise TypeError(f"save_lesson_model espera um modelo Keras, recebi {type(model).__name__}.")
+    path = lesson_model_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return path
 
 
 def check_loss_activation(model: tf.keras.Model) -> str:

@@ -1,0 +1,1 @@
+"""Ferramentas de quem mantém o curso (não fazem parte do pacote ``labutils``)."""
