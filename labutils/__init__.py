@@ -8,7 +8,8 @@ Cada módulo cuida de um assunto:
 - ``data``: carregamento dos conjuntos de dados (California Housing, CIFAR-100);
 - ``timing``: medição de tempo de parede;
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
-- ``cluster`` (e ``cluster_cli``): cabeça, workers e cluster local com ``ray start`` (lição 04);
+- ``cluster`` (pacote; ``python -m labutils.cluster``): nó principal, workers, cluster local e
+  autoscaler com ``ray start`` (lição 04);
 - ``search`` e ``plots``: busca de hiperparâmetros, limite do speedup e gráficos (lição 02);
 - ``tfdevices``, ``tfdata``, ``tfmodel``, ``tftiming`` e ``plots_tf``: TensorFlow (lição 05);
 - ``multiworker``, ``checks`` e ``exercise``: o exercício multi-worker (lição 07);

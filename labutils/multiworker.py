@@ -421,7 +421,7 @@ def _check_count(name: str, value: Any) -> None:
 def tf_configs(num_workers: int) -> list[dict[str, Any]]:
     """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
     _check_count("num_workers", num_workers)
-    from labutils.cluster import free_ports
+    from labutils.system import free_ports
 
     workers = [f"127.0.0.1:{port}" for port in free_ports(num_workers)]
     return [

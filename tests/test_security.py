@@ -14,7 +14,9 @@ import urllib.request
 import psutil
 import pytest
 
-from labutils import cluster, cluster_cli, raytools
+from labutils import cluster, config, raytools
+from labutils.cluster import classroom
+from labutils.cluster.__main__ import main as cli_main
 
 
 @pytest.fixture
@@ -23,13 +25,13 @@ def captured(monkeypatch):
     calls = []
 
     def fake_run(cmd, **kwargs):
-        calls.append({"cmd": cmd, "env": cluster._ray_env()})
+        calls.append({"cmd": cmd, "env": config.ray_env()})
         return None
 
-    monkeypatch.setattr(cluster, "_run", fake_run)
-    monkeypatch.setattr(cluster, "ensure_auth_token", lambda: "~/.ray/auth_token")
-    monkeypatch.setattr(cluster, "_require_free_port", lambda port, what: None)
-    monkeypatch.setattr(cluster, "check_head_reachable", lambda address: None)
+    monkeypatch.setattr(classroom, "run_ray", fake_run)
+    monkeypatch.setattr(classroom, "ensure_auth_token", lambda: "~/.ray/auth_token")
+    monkeypatch.setattr(classroom, "require_free_port", lambda port, what: None)
+    monkeypatch.setattr(classroom, "check_head_reachable", lambda address: None)
     return calls
 
 
@@ -45,7 +47,7 @@ def test_start_head_binds_the_dashboard_to_localhost_by_default(captured):
 
 
 def test_cli_start_head_binds_the_dashboard_to_localhost_by_default(captured):
-    assert cluster_cli.main(["start-head"]) == 0
+    assert cli_main(["start-head"]) == 0
     assert _dashboard_host(captured[-1]["cmd"]) == "127.0.0.1"
 
 
@@ -60,7 +62,7 @@ def test_opening_the_dashboard_to_the_network_only_when_asked_and_with_a_warning
 @pytest.mark.parametrize("command", [["start-head"], ["join", "10.0.0.1:6379"]])
 def test_node_processes_get_token_auth_even_if_the_shell_has_none(captured, monkeypatch, command):
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    assert cluster_cli.main(command) == 0
+    assert cli_main(command) == 0
     assert captured[-1]["env"]["RAY_AUTH_MODE"] == "token"
 
 
