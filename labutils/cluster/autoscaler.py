@@ -51,6 +51,8 @@ class AutoscalerRun:
     first_scale_up_s: float | None = None
     scale_down_s: float | None = None
     total_s: float = 0.0
+    #: PIDs de todos os processos que o cluster da demonstração teve (todos parados no fim)
+    pids: set[int] = field(default_factory=set)
 
     @property
     def peak(self) -> int:
@@ -179,6 +181,7 @@ def autoscaling_demo(
     finally:
         if ray.is_initialized():
             ray.shutdown()
+        run.pids = lc.pids
         lc.stop()
         if config_path:
             os.unlink(config_path)

@@ -35,6 +35,22 @@ WORKER_PORTS_PER_NODE = 12
 #: Prometheus e Grafana ninguém as lê) e sem a espera de "drenagem" ao parar.
 NODE_ENV = {"RAY_enable_metrics_collection": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
+#: O que um cluster local ainda abre fora do loopback, e por quê (medido no Ray 2.60;
+#: ``tests/test_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
+#: ``ray start`` troca ``--node-ip-address=127.0.0.1`` (e o ``127.0.0.1`` de ``--address`` e
+#: de ``ray.init``) pelo IP da máquina na rede, e os serviços escutam nesse IP ou em todas as
+#: interfaces. Um nó principal com IP 127.0.0.1 escutaria só em loopback, mas nenhum worker
+#: nem driver conseguiria entrar nele. Quem protege essas portas é o token (``RAY_AUTH_MODE``).
+NETWORK_LISTENERS = {
+    "gcs_server": "GCS (--port): o Ray não tem opção de interface para ele",
+    "raylet": "raylet e armazém de objetos (--node-manager-port, --object-manager-port)",
+    "DashboardAgent": "agente do painel (gRPC e HTTP): escuta no IP do nó",
+    "RuntimeEnvAgent": "agente de ambientes de execução: escuta no IP do nó",
+    "ray.util.client.server": "Ray Client (ray://): sem opção de interface no `ray start`",
+    "dashboard/dashboard.py": "gRPC interno do painel (a página em si fica em 127.0.0.1)",
+    "ray::": "processos de trabalho (--worker-port-list): escutam no IP do nó",
+}
+
 
 def _libc_prctl():
     """A função ``prctl`` da libc (Linux), carregada no processo pai, antes do ``fork``."""
