@@ -19,10 +19,9 @@ import pytest
 import ray
 
 from labutils import cluster, config, raytools, system
-from labutils.cluster import classroom, local
+from labutils.cluster import classroom, network
 from labutils.cluster.__main__ import main as cli_main
 
-LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 #: um driver com o token errado precisa ser recusado antes disto (segundos)
 WRONG_TOKEN_LIMIT_S = 90
 
@@ -110,7 +109,7 @@ def test_local_ray_of_the_notebooks_keeps_dashboard_private_and_token_on():
             for conn in psutil.net_connections(kind="inet")
             if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port
         }
-        assert listening and listening <= {"127.0.0.1", "::1"}, listening
+        assert listening and listening <= network.LOOPBACK, listening
     finally:
         ray.shutdown()
 
@@ -168,21 +167,6 @@ def test_silent_address_fails_within_the_connect_timeout():
 # ------------------------------------------------------------------ cluster local no ar
 
 
-def _listeners(pids: set[int]) -> list[tuple[str, str, int]]:
-    """``(processo, IP, porta)`` de cada socket TCP escutando, dos processos ``pids``."""
-    found = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            label = " ".join([proc.name(), *proc.cmdline()])
-            for conn in proc.net_connections(kind="inet"):
-                if conn.status == psutil.CONN_LISTEN:
-                    found.append((label, conn.laddr.ip, conn.laddr.port))
-        except psutil.Error:
-            continue
-    return found
-
-
 @pytest.fixture(scope="module")
 def running():
     with cluster.LocalCluster(num_workers=1, dashboard=True, verbose=False) as lc:
@@ -201,17 +185,15 @@ def _node_of():
 
 @pytest.mark.slow
 def test_local_cluster_listens_off_loopback_only_where_ray_offers_no_choice(running):
-    listeners = _listeners(running.pids)
-    assert listeners, "nenhuma porta escutando? o cluster não está no ar"
-    exposed = [item for item in listeners if item[1] not in LOOPBACK]
-    unexplained = [
-        item for item in exposed if not any(key in item[0] for key in local.NETWORK_LISTENERS)
-    ]
-    table = "\n".join(f"{ip}:{port}  {label[:100]}" for label, ip, port in sorted(exposed))
-    print(f"fora do loopback ({len(exposed)} de {len(listeners)}):\n{table}")
+    found = network.listeners(running.pids)
+    assert found, "nenhuma porta escutando? o cluster não está no ar"
+    exposed = [item for item in found if not item.on_loopback]
+    table = "\n".join(f"{i.ip}:{i.port}  {i.process}  ({i.reason})" for i in exposed)
+    print(f"fora do loopback ({len(exposed)} de {len(found)}):\n{table}")
+    unexplained = [item for item in exposed if item.reason is None]
     assert not unexplained, f"portas abertas para a rede sem motivo conhecido: {unexplained}"
-    dashboard = {ip for _, ip, port in listeners if port == running.dashboard_port}
-    assert dashboard and dashboard <= LOOPBACK, f"painel exposto em {dashboard}"
+    dashboard = [item for item in found if item.port == running.dashboard_port]
+    assert dashboard and all(item.on_loopback for item in dashboard), f"painel exposto: {dashboard}"
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ Onde fica cada coisa:
 - :mod:`~labutils.cluster.local`: :class:`LocalCluster`, nó principal + N workers nesta
   máquina (laptop, CI), só em loopback, parando só o que ele mesmo iniciou;
 - :mod:`~labutils.cluster.auth`: o token de autenticação do Ray (criar, proteger, ler);
+- :mod:`~labutils.cluster.network`: que portas um cluster local abre para a rede, e por quê;
 - :mod:`~labutils.cluster.autoscaler`: o autoscaler de verdade numa máquina só (lição 04);
 - :mod:`~labutils.cluster.base`: o erro em português, endereços, portas e o executável ``ray``;
 - ``python -m labutils.cluster --help``: a linha de comando (:mod:`~labutils.cluster.__main__`).

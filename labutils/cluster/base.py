@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -118,3 +119,24 @@ def wait_for_nodes(count: int, timeout: float = 30) -> int:
                 "`ray start --address=IP:PORTA` de novo."
             )
         time.sleep(0.5)
+
+
+def _libc_prctl():
+    """A função ``prctl`` da libc (Linux), carregada no processo pai, antes do ``fork``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+
+
+def die_with_parent() -> None:
+    """(Linux) o nó recebe SIGKILL se o processo que o criou morrer (kernel, pytest...)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG

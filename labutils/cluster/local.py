@@ -5,8 +5,8 @@ Cada nó é um ``ray start --block`` num grupo de processos próprio, com portas
 ``ray stop``.
 
 Portas: o painel escuta só em ``127.0.0.1``; as métricas ficam desligadas.
-O que sobra na rede está em :data:`NETWORK_LISTENERS`,
-com o motivo: o Ray 2.60 não oferece como mudá-lo.
+O que sobra na rede está em :data:`labutils.cluster.network.NETWORK_LISTENERS`, com o
+motivo: o Ray 2.60 não oferece como mudá-lo.
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from labutils import config, system
 from labutils.cluster.auth import ensure_auth_token
-from labutils.cluster.base import LOCALHOST, ClusterError, ray_executable, require_free_port
+from labutils.cluster.base import (
+    LOCALHOST,
+    ClusterError,
+    die_with_parent,
+    ray_executable,
+    require_free_port,
+)
 from labutils.cluster.classroom import DEFAULT_DASHBOARD_PORT, head_command
 
 #: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
@@ -34,43 +39,6 @@ WORKER_PORTS_PER_NODE = 12
 #: Ambiente de cada nó local: sem métricas Prometheus (o agente as serviria em 0.0.0.0; sem
 #: Prometheus e Grafana ninguém as lê) e sem a espera de "drenagem" ao parar.
 NODE_ENV = {"RAY_enable_metrics_collection": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
-
-#: O que um cluster local ainda abre fora do loopback, e por quê (medido no Ray 2.60;
-#: ``tests/test_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
-#: ``ray start`` troca ``--node-ip-address=127.0.0.1`` (e o ``127.0.0.1`` de ``--address`` e
-#: de ``ray.init``) pelo IP da máquina na rede, e os serviços escutam nesse IP ou em todas as
-#: interfaces. Um nó principal com IP 127.0.0.1 escutaria só em loopback, mas nenhum worker
-#: nem driver conseguiria entrar nele. Quem protege essas portas é o token (``RAY_AUTH_MODE``).
-NETWORK_LISTENERS = {
-    "gcs_server": "GCS (--port): o Ray não tem opção de interface para ele",
-    "raylet": "raylet e armazém de objetos (--node-manager-port, --object-manager-port)",
-    "DashboardAgent": "agente do painel (gRPC e HTTP): escuta no IP do nó",
-    "RuntimeEnvAgent": "agente de ambientes de execução: escuta no IP do nó",
-    "ray.util.client.server": "Ray Client (ray://): sem opção de interface no `ray start`",
-    "dashboard/dashboard.py": "gRPC interno do painel (a página em si fica em 127.0.0.1)",
-    "ray::": "processos de trabalho (--worker-port-list): escutam no IP do nó",
-}
-
-
-def _libc_prctl():
-    """A função ``prctl`` da libc (Linux), carregada no processo pai, antes do ``fork``."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _libc_prctl()
-
-
-def _die_with_parent() -> None:
-    """(Linux) o nó recebe SIGKILL se o processo que o criou morrer (kernel, pytest...)."""
-    if _PRCTL is not None:
-        _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
 class LocalCluster:
@@ -256,7 +224,7 @@ class LocalCluster:
                 env=config.ray_env(extra),
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self._nodes.append(proc)
         self._pids.add(proc.pid)
