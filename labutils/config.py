@@ -174,10 +174,21 @@ def auth_disabled_warning() -> str | None:
     )
 
 
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Ambiente para um subprocesso: uma cópia do atual, com ``extra`` por cima."""
+    return {**os.environ, **(extra or {})}
+
+
+def omp_threads() -> int | None:
+    """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
+    value = os.environ.get("OMP_NUM_THREADS")
+    return int(value) if value and value.isdigit() else None
+
+
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Ambiente para um processo do Ray (``ray start``...): o atual, com o modo de autenticação
     padrão e sem estatísticas de uso."""
-    env = dict(os.environ)
+    env = child_env()
     env["RAY_AUTH_MODE"] = ray_auth_mode() or RAY_AUTH_MODE_DEFAULT
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     env.update(extra or {})

@@ -1,0 +1,128 @@
+"""A forma do labutils: módulos curtos, sem círculos de import, sem API privada do Ray, e um só
+leitor de variáveis de ambiente (``labutils.config``).
+
+Cada regra aqui é uma que um mantenedor quebraria sem perceber; a mensagem diz onde.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "labutils"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+MAX_LINES = 320  # "um módulo que se lê de uma vez" (~300 linhas)
+#: leituras do ambiente: `os.environ.get`, `os.getenv`, `os.environ[...]` lido, `in os.environ`,
+#: cópias (`dict(os.environ)`, `{**os.environ}`)
+ENV_READ = re.compile(
+    r"os\.environ\.get\(|os\.getenv\(|os\.environ\[[^\]]+\](?!\s*=[^=])|in os\.environ"
+    r"|dict\(os\.environ\)|\*\*os\.environ"
+)
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def labutils_imports(path: Path, known: set[str]) -> set[str]:
+    """Módulos do labutils que ``path`` importa (no topo ou dentro de funções)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("labutils")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("labutils"):
+                found.add(node.module)
+                # `from labutils import data` importa o submódulo labutils.data
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {name for name in found if name in known}
+
+
+def find_cycle(package: Path) -> list[str] | None:
+    """Um círculo de imports entre módulos de ``package`` (ou ``None``).
+
+    O ``__init__`` de um pacote que importa os próprios submódulos (para reexportá-los) é o "de
+    cima"; conta como círculo um módulo que volta a importar um de cima, ou dois que se
+    importam entre si (mesmo dentro de funções).
+    """
+    modules = sorted(package.rglob("*.py"))
+    known = {module_name(p, package) for p in modules}
+    graph = {}
+    for p in modules:
+        name = module_name(p, package)
+        deps = labutils_imports(p, known) - {name, "labutils"}
+        graph[name] = {d for d in deps if not name.startswith(d + ".")}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep) :] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_module_is_short_enough_to_read_in_one_sitting(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, (
+        f"{module_name(path)} tem {lines} linhas (máx. {MAX_LINES}): divida-o"
+    )
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_no_private_ray_api(path):
+    text = path.read_text(encoding="utf-8")
+    assert "ray._private" not in text, f"{module_name(path)} usa ray._private (quebra em upgrades)"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if p.name != "config.py"], ids=lambda p: module_name(p)
+)
+def test_only_config_reads_the_environment(path):
+    hits = [
+        f"linha {n}: {line.strip()}"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ENV_READ.search(line)
+    ]
+    assert not hits, f"{module_name(path)} lê o ambiente (use labutils.config): {hits}"
+
+
+def test_import_graph_has_no_cycles():
+    cycle = find_cycle(PACKAGE)
+    assert cycle is None, "círculo de imports: " + " → ".join(cycle or [])
+
+
+def test_the_cycle_detector_catches_a_circle(tmp_path):
+    """A regra acima pode falhar: um par que se importa mutuamente é acusado."""
+    pkg = tmp_path / "labutils"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from labutils import b\n")
+    (pkg / "b.py").write_text("def f():\n    from labutils.a import x\n")
+    assert find_cycle(pkg) == ["labutils.a", "labutils.b", "labutils.a"]
+    (pkg / "b.py").write_text("x = 1\n")
+    assert find_cycle(pkg) is None
+
+
+def test_the_environment_rule_catches_a_read():
+    assert ENV_READ.search('x = os.environ.get("A")')
+    assert ENV_READ.search('env = {**os.environ, "A": "1"}')
+    assert ENV_READ.search('if "A" in os.environ:')
+    assert not ENV_READ.search('os.environ["A"] = "1"')  # escrever é permitido
