@@ -4,7 +4,7 @@ Cada nó é um ``ray start --block`` num grupo de processos próprio, com portas
 ``--temp-dir`` próprios. :meth:`LocalCluster.stop` encerra só esses processos; nunca
 ``ray stop``.
 
-Portas: o painel escuta só em ``127.0.0.1``; as métricas ficam desligadas.
+Portas: o painel escuta só em ``127.0.0.1``.
 O que sobra na rede está em :data:`labutils.cluster.network.NETWORK_LISTENERS`, com o
 motivo: o Ray 2.60 não oferece como mudá-lo.
 """
@@ -36,9 +36,8 @@ from labutils.cluster.classroom import DEFAULT_DASHBOARD_PORT, head_command
 #: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
 WORKER_PORTS_PER_NODE = 12
 
-#: Ambiente de cada nó local: sem métricas Prometheus (o agente as serviria em 0.0.0.0; sem
-#: Prometheus e Grafana ninguém as lê) e sem a espera de "drenagem" ao parar.
-NODE_ENV = {"RAY_enable_metrics_collection": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+#: Ambiente de cada nó local: parar sem a espera de "drenagem" das tarefas.
+NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
 
 class LocalCluster:
@@ -144,11 +143,11 @@ class LocalCluster:
             )
         return self
 
-    def _start_nodes(self, indices: list[int], attempts: int = 2) -> None:
+    def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
         """Sobe os nós ``indices`` em paralelo; tenta de novo quem esgotou o prazo do Ray.
 
         Numa máquina sobrecarregada, o raylet pode levar mais que os 30 s que o Ray espera pelo
-        seu registro ("timed out during startup"); uma segunda tentativa costuma bastar.
+        seu registro ("timed out during startup", prazo fixo do Ray); outra tentativa costuma bastar.
         """
         for attempt in range(1, attempts + 1):
             pending = [self._spawn_node(i, attempt) for i in indices]

@@ -21,7 +21,7 @@ LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
 NETWORK_LISTENERS = {
     "gcs_server": "GCS (--port): o Ray não tem opção de interface para ele",
     "raylet": "raylet e armazém de objetos (--node-manager-port, --object-manager-port)",
-    "DashboardAgent": "agente do painel (gRPC e HTTP): escuta no IP do nó",
+    "DashboardAgent": "agente do painel (gRPC, HTTP e métricas): IP do nó ou todas as interfaces",
     "RuntimeEnvAgent": "agente de ambientes de execução: escuta no IP do nó",
     "ray.util.client.server": "Ray Client (ray://): sem opção de interface no `ray start`",
     "dashboard/dashboard.py": "gRPC interno do painel (a página em si fica em 127.0.0.1)",
