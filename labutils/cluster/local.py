@@ -36,8 +36,9 @@ from labutils.cluster.classroom import DEFAULT_DASHBOARD_PORT, head_command
 #: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
 WORKER_PORTS_PER_NODE = 12
 
-#: Ambiente de cada nó local: parar sem a espera de "drenagem" das tarefas.
-NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+#: Ambiente de cada nó local: parar sem a espera de "drenagem" das tarefas; e dar 60 s (não
+#: os ~15 s padrão) para o agente do painel de um nó subir, numa máquina sobrecarregada.
+NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", "RAY_raylet_start_wait_time_s": "60"}
 
 
 class LocalCluster:
