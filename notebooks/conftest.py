@@ -6,9 +6,26 @@
 - "Run All" duas vezes: com ``LABUTILS_NBVAL_RERUN=1`` (o ``make test`` liga), cada notebook é
   executado do início ao fim num kernel novo e, logo depois, **de novo no mesmo kernel** — como
   um aluno que roda tudo outra vez. Os itens da segunda passada se chamam ``Rerun N``.
+- Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
+  de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
+  ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
+  limite de reserva se nem o kernel responder.
 """
 
 import os
+
+import pytest
+
+#: limite (s) de cada célula de notebook no pytest-timeout; o nbval corta em 900 s
+NOTEBOOK_CELL_TIMEOUT_S = 960
+
+
+def _with_timeout(items) -> None:
+    from nbval.plugin import IPyNbCell
+
+    for item in items:
+        if isinstance(item, IPyNbCell) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S))
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -17,7 +34,13 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
+    _rerun_twice(items)
+    _with_timeout(items)
+
+
+def _rerun_twice(items) -> None:
     if os.environ.get("LABUTILS_NBVAL_RERUN") != "1":
         return
     from nbval.plugin import IPyNbCell

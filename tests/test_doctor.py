@@ -7,6 +7,7 @@ import socket
 import sys
 import time
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,14 @@ def test_package_missing_blocks():
 
 
 def test_package_extra_with_missing_dependency_blocks(monkeypatch):
-    real_requires = doctor.metadata.requires
+    real_requires = metadata.requires
 
     def requires(name):
         if name == "pytest":
             return ["dependencia-fantasma>=1; extra == 'painel'"]
         return real_requires(name)
 
-    monkeypatch.setattr(doctor.metadata, "requires", requires)
+    monkeypatch.setattr(metadata, "requires", requires)
     import pytest as installed
 
     row = doctor.check_package(Requirement(f"pytest[painel]=={installed.__version__}"))
@@ -76,7 +77,7 @@ def test_package_extra_with_missing_dependency_blocks(monkeypatch):
 
 def test_ray_extras_of_the_course_are_installed():
     (ray_req,) = [r for r in doctor.project_spec()[1] if r.name == "ray"]
-    assert ray_req.extras and doctor._missing_extras(ray_req) == []
+    assert ray_req.extras and doctor.missing_extras(ray_req) == []
 
 
 # ---------------------------------------------------------------- TensorFlow (sonda simulada)
@@ -153,15 +154,84 @@ def test_ray_has_dashboard_support():
 
 
 def test_ray_without_dashboard_dependencies_blocks(monkeypatch):
-    import ray._private.utils as ray_utils
+    """Um módulo do extra ``ray[default]`` some: o Ray fica sem painel, com o pip install fixado."""
+    import importlib.util
 
+    real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        ray_utils,
-        "get_dashboard_dependency_error",
-        lambda: ImportError("No module named 'aiohttp'"),
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "aiohttp_cors" else real_find_spec(name, *a),
     )
     row = doctor.check_ray()
-    assert row.status == FAIL and "aiohttp" in row.detail and "ray[default" in row.remedy
+    assert row.status == FAIL and "aiohttp_cors" in row.detail
+    ray_pin = doctor.pinned("ray")
+    assert f"{ray_pin.specifier}'" in row.remedy and "ray[" in row.remedy
+
+
+def test_dashboard_dependencies_come_from_ray_metadata(monkeypatch):
+    """A lista vem de ``metadata.requires("ray")``: uma distribuição ausente é acusada pelo nome."""
+    real_requires = metadata.requires
+
+    def requires(name):
+        extra = ['pacote-fantasma-do-painel>=1; extra == "default"']
+        return (real_requires(name) or []) + extra if name == "ray" else real_requires(name)
+
+    monkeypatch.setattr(metadata, "requires", requires)
+    assert doctor.dashboard_missing() == ["pacote-fantasma-do-painel"]
+
+
+def test_doctor_does_not_import_private_ray_apis():
+    import re
+
+    private = re.compile(r"^\s*(from|import)\s+ray\._private", re.M)
+    sources = (ROOT / "labutils" / "doctor").glob("*.py")
+    offenders = [p.name for p in sources if private.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_no_version_is_hard_coded_in_the_doctor():
+    """As versões vêm dos pinos de pyproject.toml: nenhuma aparece escrita no código."""
+    import re
+
+    pins = {str(r.specifier).lstrip("=") for r in doctor.project_spec()[1] if r.specifier}
+    for path in (ROOT / "labutils" / "doctor").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        code = re.sub(r'""".*?"""', "", text, flags=re.S)  # docstrings podem dar exemplos
+        found = sorted(v for v in pins if re.search(rf"(?<![\d.]){re.escape(v)}(?![\d.])", code))
+        assert not found, f"{path.name} escreve versões fixadas à mão: {found}"
+
+
+def test_install_commands_are_built_from_the_pins():
+    ray_pin, tf_pin = doctor.pinned("ray"), doctor.pinned("tensorflow")
+    assert doctor.pip_install("ray") == (
+        f"pip install 'ray[{','.join(sorted(ray_pin.extras))}]{ray_pin.specifier}'"
+    )
+    cuda = doctor.check_tensorflow(GOOD_PROBE, gpu_on_machine=True).remedy
+    assert f"tensorflow[and-cuda]{tf_pin.specifier}" in cuda
+    missing = {**GOOD_PROBE, "tf_keras_error": "ModuleNotFoundError"}
+    assert str(doctor.pinned("tf-keras").specifier) in doctor.check_tf_keras(missing).remedy
+    with pytest.raises(ValueError, match="não está fixado"):
+        doctor.pinned("pacote-sem-pino")
+
+
+def test_auth_disabled_shows_a_warning_row(monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    row = doctor.check_auth()
+    assert row.status == WARN and "DESLIGADA" in row.detail and "RAY_AUTH_MODE=token" in row.remedy
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert doctor.check_auth().status == OK
+
+
+def test_auth_disabled_row_reaches_the_report(monkeypatch, capsys):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
+    monkeypatch.setattr(doctor, "tf_probe", lambda timeout: dict(GOOD_PROBE))
+    monkeypatch.setattr(doctor, "check_ports", lambda: [Row(OK, "portas", "livres")])
+    assert doctor.main(["--offline"]) == 0
+    assert doctor.main(["--offline", "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "⚠️ Ray: autenticação" in out and "DESLIGADA" in out
 
 
 @contextlib.contextmanager
@@ -180,6 +250,8 @@ def test_port_taken_warns_and_free_port_is_ok():
     with listening_and_closed_port() as (taken, free):
         rows = doctor.check_ports({"cabeça": taken, "painel": free})
     assert [r.status for r in rows] == [WARN, OK]
+    with pytest.raises(ValueError, match="70000"):
+        doctor.check_ports({"fora do intervalo": 70000})
     assert str(taken) in rows[0].item and f":{taken}" in rows[0].remedy
 
 
@@ -246,7 +318,7 @@ def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):
         time.sleep(timeout)
         return False
 
-    monkeypatch.setattr(doctor.data, "host_reachable", slow)
+    monkeypatch.setattr(data, "host_reachable", slow)
     t0 = time.monotonic()
     _, reachable = doctor.check_hosts({"A": "a.invalid", "B": "b.invalid", "C": "c.invalid"}, 0.5)
     assert time.monotonic() - t0 < 1.4  # 3 × 0,5 s em série daria 1,5 s
@@ -275,7 +347,7 @@ def test_a_crashing_check_becomes_a_failed_row():
     def broken():
         raise KeyError("project")
 
-    (row,) = doctor._guard("pacotes", broken)
+    (row,) = doctor.guard("pacotes", broken)
     assert row.status == FAIL and "KeyError" in row.detail
 
 

@@ -1,16 +1,22 @@
-"""Falhas na busca distribuída da lição 02: um worker do Ray morto no meio da busca.
+"""Falhas na busca distribuída da lição 02: um worker do Ray morto no meio de uma tarefa.
 
-A tarefa ``treino_random_forest`` e a ``busca_distribuida`` vêm do próprio notebook (a célula é
-executada sem mudanças). Enquanto as tarefas rodam, matamos (SIGKILL) o processo de um worker
-que está treinando: com ``max_retries`` o Ray refaz a tarefa e a busca devolve todos os
-resultados; com ``max_retries=0`` a mesma morte chega ao notebook como erro.
+A tarefa do teste faz o mesmo que a ``treino_random_forest`` da lição (``fit_and_score`` numa
+configuração da grade), com o mesmo ``max_retries`` que a lição declara, e **relata cada
+tentativa**: antes de treinar, grava o PID do seu worker num arquivo por configuração. Na 1ª
+tentativa da configuração escolhida, a tarefa espera (no máximo ``HOLD_S``) — é o "meio do
+treino" em que o teste a mata com SIGKILL, pelo PID que ela mesma relatou.
+
+- Com retentativas: a configuração roda **duas vezes** (dois PIDs no relato, o 1º é o morto) e
+  a busca devolve todos os resultados, com o mesmo MSE de um treino direto.
+- Com ``max_retries=0`` (controle): a mesma morte chega ao driver como ``WorkerCrashedError``,
+  com uma única tentativa no relato. É a prova de que o teste acima pode falhar.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -20,85 +26,109 @@ import psutil
 import pytest
 import ray
 
-from labutils import config, raytools, search
+from labutils import raytools, search
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON_02 = ROOT / "notebooks" / "02_busca_hiperparametros.ipynb"
-TASK = "treino_random_forest"
-GRID = [(40, 8), (40, 8), (40, 8), (40, 8)]  # tarefas de ~1 s: dá tempo de matar uma no meio
+GRID = [(20, 6), (20, 6), (20, 6), (20, 6)]
+VICTIM = 1  # índice da configuração cujo worker é morto
+HOLD_S = 60.0  # quanto a 1ª tentativa da vítima espera a morte (nunca para sempre)
+REPORT_TIMEOUT_S = 120.0  # até a vítima relatar seu PID (Ray lento numa máquina carregada)
+RESULT_TIMEOUT_S = 180.0
+
+
+def lesson_max_retries() -> int:
+    """O ``max_retries`` do ``@ray.remote`` da tarefa de treino da lição 02."""
+    nb = nbformat.read(LESSON_02, as_version=4)
+    found = [
+        int(m.group(1))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for m in re.finditer(r"@ray\.remote\([^)]*max_retries\s*=\s*(\d+)", cell.source)
+    ]
+    assert found, f"a lição 02 ({LESSON_02.name}) não declara max_retries em nenhuma tarefa"
+    return max(found)
+
+
+@ray.remote
+def train_and_report(n_estimators, max_depth, dados, index, report_dir, victim):
+    """``fit_and_score`` de uma configuração, relatando o PID de cada tentativa."""
+    attempts = Path(report_dir) / f"{index}.pids"
+    with attempts.open("a") as out:
+        out.write(f"{os.getpid()}\n")
+    if index == victim and len(attempts.read_text().split()) == 1:
+        deadline = time.monotonic() + HOLD_S
+        while time.monotonic() < deadline:  # o teste mata este processo aqui
+            time.sleep(0.1)
+    return search.fit_and_score(n_estimators, max_depth, *dados)
 
 
 @pytest.fixture(scope="module")
-def lesson_ray(tmp_path_factory):
-    os.environ[config.RESULTS_DIR_ENV] = str(tmp_path_factory.mktemp("results"))
+def ray_local():
     raytools.init_ray(num_cpus=2, dashboard=False)
-    ns = {"__name__": "__main__"}
-    exec("import ray\nfrom labutils import Timer\nfrom labutils.search import *", ns)  # noqa: S102
-    nb = nbformat.read(LESSON_02, as_version=4)
-    (cell,) = [
-        c for c in nb.cells if f"def {TASK}(" in c.source and "def busca_distribuida" in c.source
-    ]
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(3000, 8))
-    y = X @ rng.normal(size=8) + rng.normal(scale=0.1, size=3000)
-    ns["dados"] = (X[:2400], y[:2400], X[2400:], y[2400:])
-    exec(compile(cell.source, str(LESSON_02), "exec"), ns)  # noqa: S102 (a célula do notebook)
-    yield ns
+    X = rng.normal(size=(1500, 8))
+    y = X @ rng.normal(size=8) + rng.normal(scale=0.1, size=1500)
+    yield (X[:1200], y[:1200], X[1200:], y[1200:])
     ray.shutdown()
-    os.environ.pop(config.RESULTS_DIR_ENV, None)
 
 
-def _kill_a_running_task(killed: list[int], stop: threading.Event) -> None:
-    """Mata (SIGKILL) o 1º worker nosso visto executando a tarefa ``TASK``."""
-    while not stop.is_set():
-        for proc in psutil.Process().children(recursive=True):
-            try:
-                title = " ".join(proc.cmdline())
-            except psutil.Error:
-                continue
-            if title.startswith(f"ray::{TASK}"):
-                time.sleep(0.2)  # já no meio do treino
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:  # a tarefa acabou antes: tenta outra
-                    continue
-                killed.append(proc.pid)
-                return
+def _pids(report_dir: Path, index: int) -> list[int]:
+    path = report_dir / f"{index}.pids"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def _kill_the_victim(report_dir: Path) -> int:
+    """Espera a vítima relatar o PID e a mata (SIGKILL) enquanto ela ainda está na tarefa."""
+    deadline = time.monotonic() + REPORT_TIMEOUT_S
+    while not _pids(report_dir, VICTIM):
+        assert time.monotonic() < deadline, (
+            f"a tarefa {VICTIM} não começou em {REPORT_TIMEOUT_S:g} s"
+        )
         time.sleep(0.05)
+    (pid,) = _pids(report_dir, VICTIM)
+    ours = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    assert pid in ours, f"o PID {pid} relatado não é um worker do Ray iniciado por este teste"
+    assert ours[pid].cmdline()[0].startswith("ray::"), ours[pid].cmdline()
+    os.kill(pid, signal.SIGKILL)
+    return pid
 
 
-def _search_with_a_killed_worker(ns, task):
-    killed: list[int] = []
-    stop = threading.Event()
-    killer = threading.Thread(target=_kill_a_running_task, args=(killed, stop), daemon=True)
-    killer.start()
-    try:
-        ns["treino_random_forest"] = task
-        dados_ref = ray.put(ns["dados"])
-        return ns["busca_distribuida"](GRID, dados_ref, nome="falha"), killed
-    finally:
-        stop.set()
-        killer.join(5)
+def _search(task, dados, report_dir: Path):
+    dados_ref = ray.put(dados)
+    refs = [
+        task.remote(n, d, dados_ref, i, str(report_dir), VICTIM) for i, (n, d) in enumerate(GRID)
+    ]
+    killed = _kill_the_victim(report_dir)
+    return refs, killed
 
 
 @pytest.mark.slow
-def test_search_returns_every_result_when_a_worker_is_killed(lesson_ray):
-    task = lesson_ray[TASK]
-    assert task._default_options.get("max_retries", 0) >= 1, "a tarefa deveria ter max_retries"
-    (results, _seconds), killed = _search_with_a_killed_worker(lesson_ray, task)
-    assert killed, "nenhum worker executando a tarefa foi visto (nada foi morto)"
-    assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
+def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_path):
+    retries = lesson_max_retries()
+    assert retries >= 1, "a tarefa da lição 02 deveria ter max_retries >= 1"
+    task = train_and_report.options(max_retries=retries)
+    refs, killed = _search(task, ray_local, tmp_path)
+    results = ray.get(refs, timeout=RESULT_TIMEOUT_S)
+    victim_pids = _pids(tmp_path, VICTIM)
+    assert len(victim_pids) == 2 and victim_pids[0] == killed, (
+        f"a configuração {VICTIM} deveria ter rodado 2 vezes (a 1ª no worker morto {killed}); "
+        f"tentativas relatadas: {victim_pids}"
+    )
+    assert victim_pids[1] != killed, "a retentativa rodou no mesmo processo que foi morto?"
+    others = {i: _pids(tmp_path, i) for i in range(len(GRID)) if i != VICTIM}
+    assert all(len(p) == 1 for p in others.values()), f"só a vítima deveria repetir: {others}"
     assert [(r[0], r[1]) for r in results] == GRID
-    X_train, y_train, X_test, y_test = lesson_ray["dados"]
-    expected = search.fit_and_score(*GRID[0], X_train, y_train, X_test, y_test)[2]
+    expected = search.fit_and_score(*GRID[0], *ray_local)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
-    csv = Path(os.environ[config.RESULTS_DIR_ENV]) / "02_falha.csv"
-    assert len(csv.read_text().splitlines()) == 1 + len(GRID)
 
 
 @pytest.mark.slow
-def test_without_retries_the_same_kill_reaches_the_notebook(lesson_ray):
+def test_without_retries_the_same_kill_reaches_the_driver(ray_local, tmp_path):
     """O teste acima pode falhar: sem ``max_retries`` a morte do worker vira erro."""
-    no_retry = lesson_ray[TASK].options(max_retries=0)
+    task = train_and_report.options(max_retries=0)
+    refs, killed = _search(task, ray_local, tmp_path)
     with pytest.raises(ray.exceptions.WorkerCrashedError):
-        _search_with_a_killed_worker(lesson_ray, no_retry)
+        ray.get(refs[VICTIM], timeout=RESULT_TIMEOUT_S)
+    assert _pids(tmp_path, VICTIM) == [killed], "sem retentativas a tarefa roda uma vez só"
+    ray.get([r for i, r in enumerate(refs) if i != VICTIM], timeout=RESULT_TIMEOUT_S)

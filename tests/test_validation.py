@@ -438,9 +438,9 @@ CASES = [
     ),
     # doctor
     (
-        "doctor.port_free",
+        "doctor.check_ports",
         "porta fora do intervalo",
-        lambda: doctor.port_free(70000),
+        lambda: doctor.check_ports({"cabeça": 70000}),
         ValueError,
         "70000",
     ),

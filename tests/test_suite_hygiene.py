@@ -1,0 +1,145 @@
+"""A limpeza do ``conftest.py`` encerra só os processos do Ray da própria sessão.
+
+Um pytest interno (com uma cópia do ``conftest.py`` da raiz) roda um teste que deixa um
+"raylet" órfão (um ``sleep`` com esse nome, largado por um ``sh``): a sessão interna tem de
+falhar e encerrá-lo. Um outro "raylet", de fora da sessão (como o Ray de outro usuário na
+mesma máquina), tem de sobreviver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LEAKY_TEST = textwrap.dedent(
+    """
+    import subprocess
+    from pathlib import Path
+
+    def test_leaves_a_raylet_behind():
+        fake = Path(__file__).with_name("raylet")
+        # o `sh` sai na hora: o "raylet" fica órfão (como os daemons de um `ray start`)
+        cmd = f"{fake} 120 >/dev/null 2>&1 & echo $! > {fake}.pid"
+        subprocess.run(["sh", "-c", cmd], check=True, timeout=10)
+    """
+)
+
+
+def _fake_raylet(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    fake = folder / "raylet"
+    shutil.copy(shutil.which("sleep"), fake)
+    return fake
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture
+def foreign_raylet(tmp_path):
+    """Um "raylet" de outra pessoa: sem a marca da sessão, num grupo próprio."""
+    env = {k: v for k, v in os.environ.items() if k != "LABUTILS_PYTEST_SESSION"}
+    proc = subprocess.Popen(
+        [str(_fake_raylet(tmp_path / "outro_usuario")), "120"], env=env, start_new_session=True
+    )
+    yield proc
+    proc.kill()
+    proc.wait(timeout=5)
+
+
+def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
+    inner = tmp_path / "sessao"
+    _fake_raylet(inner)
+    conftest = (ROOT / "conftest.py").read_text(encoding="utf-8")
+    assert "LEFTOVER_GRACE_S = 15.0" in conftest
+    (inner / "conftest.py").write_text(conftest.replace("= 15.0", "= 1.0"), encoding="utf-8")
+    (inner / "test_leak.py").write_text(LEAKY_TEST, encoding="utf-8")
+    env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", "."],
+        cwd=inner,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    leaked = int((inner / "raylet.pid").read_text())
+    try:
+        assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "processos do Ray deixados pelos testes" in proc.stdout
+        assert f"{leaked}:" in proc.stdout
+        assert not _alive(leaked), "o raylet deixado pela sessão continua vivo"
+        assert _alive(foreign_raylet.pid), "a limpeza matou um Ray que não era da sessão"
+        assert f"{foreign_raylet.pid}:" not in proc.stdout
+    finally:
+        if _alive(leaked):
+            psutil.Process(leaked).kill()
+
+
+# ---------------------------------------------------------------- nenhum teste trava a suíte
+
+
+def _pyproject_pytest_options() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+
+
+def test_every_test_has_a_default_timeout():
+    options = _pyproject_pytest_options()
+    assert 0 < int(options["timeout"]) <= 600 and options["timeout_method"] == "signal"
+    assert "-rfEs" in options["addopts"], "o resumo deve mostrar o motivo dos testes pulados"
+
+
+HANGING_NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "id": "trava",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": "import time\ntime.sleep(120)",
+        }
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def test_a_hanging_notebook_cell_fails_by_the_notebook_timeout(tmp_path):
+    """Uma célula que trava cai pelo limite que ``notebooks/conftest.py`` põe nas células
+    (aqui reduzido a 2 s), antes do limite do nbval (120 s) — a suíte segue."""
+    import json
+
+    conftest = (ROOT / "notebooks" / "conftest.py").read_text(encoding="utf-8")
+    assert "NOTEBOOK_CELL_TIMEOUT_S = 960" in conftest
+    (tmp_path / "conftest.py").write_text(conftest.replace("= 960", "= 2"), encoding="utf-8")
+    (tmp_path / "trava.ipynb").write_text(json.dumps(HANGING_NOTEBOOK), encoding="utf-8")
+    args = ["--nbval-lax", "--nbval-cell-timeout=120", "--nbval-kernel-startup-timeout=120"]
+    args += ["-o", "timeout=300", "-o", "timeout_method=signal", "-p", "no:cacheprovider"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *args, "trava.ipynb"],
+        cwd=tmp_path,
+        env={**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "0"},
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "Timeout (>2.0s)" in out, out[-3000:]
