@@ -435,7 +435,7 @@ CASES = [
     (
         "cluster.autoscaler.autoscaling_demo",
         "máximo de workers zero",
-        lambda: _labutils("cluster.autoscaler").autoscaling_demo(max_workers=0),
+        lambda: m("cluster.autoscaler").autoscaling_demo(max_workers=0),
         ValueError,
         "recebi 0",
     ),
