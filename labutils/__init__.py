@@ -8,7 +8,8 @@ Cada módulo cuida de um assunto:
 - ``data``: carregamento dos conjuntos de dados (California Housing, CIFAR-100);
 - ``timing``: medição de tempo de parede;
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
-- ``cluster`` (e ``cluster_cli``): nó principal (head node), workers e cluster local com ``ray start`` (lição 04);
+- ``cluster`` (pacote; ``python -m labutils.cluster``): nó principal, workers, cluster local e
+  autoscaler com ``ray start`` (lição 04);
 - ``search`` e ``plots``: busca de hiperparâmetros, limite do speedup e gráficos (lição 02);
 - ``tf`` (``devices``, ``data``, ``model``, ``timing``, ``plots``): TensorFlow (lições 05 a 07);
 - ``multiworker`` (planejar, lançar, à mão, checkpoints, autoverificações): o exercício

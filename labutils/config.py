@@ -47,6 +47,11 @@ class Sizes:
     #: workers e épocas do exercício multi-worker (lição 07)
     num_workers: int
     multiworker_epochs: int
+    #: lição 03 (Ray Tune + ASHA): profundidades testadas, árvores de cada floresta no fim e
+    #: árvores acrescentadas entre dois relatos ao Tune (o orçamento que o ASHA corta)
+    asha_depths: tuple[int, ...]
+    asha_trees: int
+    asha_step: int
     #: lição 06 (inferência em lote): imagens do fluxo classificado, lote de cada chamada ao
     #: modelo, lotes da varredura, atores (``None`` = quantos couberem nas CPUs livres) e épocas
     #: do treino rápido quando a lição 05 não deixou um modelo salvo
@@ -72,6 +77,9 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=5,
+        asha_depths=(30, 20, 16, 12, 8, 4),
+        asha_trees=300,
+        asha_step=50,
         inference_images=100_000,
         inference_batch=256,
         inference_batch_sweep=(16, 64, 256, 1024),
@@ -88,6 +96,9 @@ _SIZES = {
         batch_per_replica=64,
         num_workers=2,
         multiworker_epochs=2,
+        asha_depths=(8, 6, 4, 2),
+        asha_trees=20,
+        asha_step=5,
         inference_images=1_024,
         inference_batch=128,
         inference_batch_sweep=(16, 64, 256),

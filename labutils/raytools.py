@@ -9,9 +9,14 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
+from labutils import system
 from labutils.config import forwarded_env, ray_address
+
+#: quanto esperar por um endereço de cluster que não responde (segundos)
+CONNECT_TIMEOUT_S = 3.0
 
 _LOCAL_OBJECT_STORE_MB = 1024
 
@@ -30,9 +35,10 @@ def init_ray(
     ``address``: endereço ``IP:PORTA`` de um cluster; sem ele, usa ``RAY_ADDRESS`` e, na falta
     dela, inicia um Ray local. ``num_cpus`` e ``object_store_mb`` só valem para o Ray local.
     ``runtime_env`` é mesclado com as variáveis de :func:`labutils.config.forwarded_env`.
-    """
-    import ray
 
+    Um endereço em que ninguém atende (nó principal desligado, IP errado, firewall) falha em
+    até :data:`CONNECT_TIMEOUT_S` segundos com ``ConnectionError`` em português.
+    """
     address = address or ray_address()
     if address and num_cpus is not None:
         raise ValueError(
@@ -49,11 +55,15 @@ def init_ray(
         raise ValueError(
             f"object_store_mb deve ser um número de MiB >= 64, recebi {object_store_mb!r}."
         )
-    if ray.is_initialized():
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
         print(
             "Ray já estava iniciado neste kernel: reaproveitando a sessão (ray.shutdown() recomeça)."
         )
         return ray.get_runtime_context()
+    if address:
+        check_reachable(address)
+    import ray
 
     env = dict(runtime_env or {})
     env["env_vars"] = forwarded_env(env.get("env_vars"))
@@ -78,14 +88,35 @@ def init_ray(
     except ConnectionError as err:
         raise ConnectionError(
             f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. "
-            "Confira se a cabeça está no ar (`ray status`), o endereço IP:PORTA e, com "
+            "Confira se o nó principal está no ar (`ray status`), o endereço IP:PORTA e, com "
             "autenticação por token, se RAY_AUTH_MODE=token e o token (~/.ray/auth_token) "
-            "são os mesmos da cabeça."
+            "são os mesmos do nó principal."
+        ) from err
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """``ConnectionError`` em português se ninguém atende em ``address`` em ``timeout`` s.
+
+    Sem esta verificação, ``ray.init`` num endereço sem resposta fica tentando por muito
+    tempo. ``"auto"`` (o último cluster desta máquina) é deixado para o próprio Ray.
+    """
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    err = system.reachable(host.strip("[]"), int(port), timeout=timeout)
+    if err is not None:
+        raise ConnectionError(
+            f"Ninguém atende no endereço do cluster Ray {address!r} "
+            f"({getattr(err, 'strerror', None) or err}), após até {timeout:g} s. Confira se o "
+            "nó principal (head node) está no ar, se o IP:PORTA é o que ele imprimiu (ou o de "
+            "RAY_ADDRESS) e se o firewall libera a porta. Sem RAY_ADDRESS, init_ray() sobe um "
+            "Ray local."
         ) from err
 
 
 def nodes_table() -> Any:
-    """Tabela (pandas) dos nós vivos do cluster: id, IP, se é a cabeça, CPUs e memória."""
+    """Tabela (pandas) dos nós vivos do cluster: id, IP, se é o nó principal, CPUs e memória."""
     import pandas as pd
     import ray
 
@@ -98,7 +129,7 @@ def nodes_table() -> Any:
             {
                 "node_id": node["NodeID"][:12],
                 "ip": node.get("NodeManagerAddress"),
-                "cabeça": "node:__internal_head__" in res,
+                "nó principal": "node:__internal_head__" in res,
                 "CPUs": res.get("CPU", 0.0),
                 "GPUs": res.get("GPU", 0.0),
                 "memória (GiB)": round(res.get("memory", 0.0) / 1024**3, 1),

@@ -34,12 +34,16 @@ def run(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     shown_as: str | None = None,
+    leave_running: bool = False,
 ) -> subprocess.CompletedProcess:
     """Roda ``cmd`` (sem shell) até ``timeout`` segundos e devolve a saída capturada.
 
     Passou do prazo: o grupo inteiro do comando é encerrado e sobe :class:`CommandError`.
     ``check``: código de saída diferente de zero também sobe :class:`CommandError`, com o fim
     da saída. ``shown_as``: como o comando aparece nas mensagens (padrão: o próprio comando).
+    ``leave_running``: os processos que o comando deixou no ar ao terminar com sucesso (ex.: os
+    serviços que ``ray start`` sem ``--block`` inicia, no mesmo grupo) continuam vivos; sem
+    ele, o grupo inteiro é encerrado ao fim.
     """
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
@@ -51,7 +55,8 @@ def run(
         kill_group(proc)
         raise CommandError(f"`{shown}` não terminou em {timeout:g} s e foi encerrado.") from None
     finally:
-        kill_group(proc, grace=0)
+        if not (leave_running and proc.returncode == 0):
+            kill_group(proc, grace=0)
     done = subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
     if check and done.returncode != 0:
         tail = "\n".join((out + err).strip().splitlines()[-8:])

@@ -1,4 +1,4 @@
-"""Cluster Ray real: cabeça + workers via `ray start`, busca distribuída, painel, parada limpa.
+"""Cluster Ray real: nó principal + workers via `ray start`, busca distribuída, painel, parada limpa.
 
 Os testes marcados `slow` sobem processos `ray start` de verdade nesta máquina e param só os
 que eles mesmos iniciaram (nunca `ray stop`, que derrubaria o Ray de outras sessões).
@@ -13,8 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from labutils import cluster, cluster_cli
-from labutils.cluster import ClusterError, LocalCluster
+from labutils import cluster, system
+from labutils.cluster import ClusterError, LocalCluster, classroom, local
+from labutils.cluster.__main__ import main as cli_main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,7 +44,7 @@ def _with_temp_dir(temp_dir: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    """Cabeça + 2 workers (1 CPU cada), com painel.
+    """Nó principal + 2 workers (1 CPU cada), com painel.
 
     No fim, o corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar
     mesmo assim, sem deixar nenhum processo para trás.
@@ -73,9 +74,9 @@ def test_default_head_command_binds_dashboard_to_localhost():
 
 
 def test_join_missing_head_fails_fast_in_portuguese():
-    port = cluster.free_port()  # ninguém escuta aqui
+    port = system.free_port()  # ninguém escuta aqui
     start = time.monotonic()
-    with pytest.raises(ClusterError, match="Não encontrei a cabeça"):
+    with pytest.raises(ClusterError, match="Não encontrei o nó principal"):
         cluster.join(f"127.0.0.1:{port}")
     assert time.monotonic() - start < 10
 
@@ -99,9 +100,9 @@ def test_port_in_use_fails_fast_in_portuguese():
 
 
 def test_cli_reports_error_with_exit_code(capsys):
-    port = cluster.free_port()
-    assert cluster_cli.main(["join", f"127.0.0.1:{port}"]) == 2
-    assert "Não encontrei a cabeça" in capsys.readouterr().out
+    port = system.free_port()
+    assert cli_main(["join", f"127.0.0.1:{port}"]) == 2
+    assert "Não encontrei o nó principal" in capsys.readouterr().out
 
 
 def test_invalid_sizes_are_rejected():
@@ -112,11 +113,12 @@ def test_invalid_sizes_are_rejected():
 
 
 def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
-    monkeypatch.setattr(cluster, "ray_executable", lambda: "/bin/false")
-    monkeypatch.setattr(cluster, "ensure_auth_token", lambda: "teste")
+    for module in (classroom, local):
+        monkeypatch.setattr(module, "ray_executable", lambda: "/bin/false")
+    monkeypatch.setattr(local, "ensure_auth_token", lambda: "teste")
     lc = LocalCluster(num_workers=1, verbose=False)
     start = time.monotonic()
-    with pytest.raises(ClusterError, match="Não consegui iniciar a cabeça"):
+    with pytest.raises(ClusterError, match="Não consegui iniciar o nó principal"):
         lc.start()
     assert time.monotonic() - start < 10
     assert not _alive(lc.pids)

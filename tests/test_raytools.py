@@ -28,7 +28,7 @@ def test_init_ray_is_rerunnable_and_passes_scale_to_workers(local_ray, capsys):
 
 def test_nodes_table_shows_the_local_head(local_ray):
     table = raytools.nodes_table()
-    assert len(table) == 1 and bool(table["cabeça"].iloc[0]) and table["CPUs"].iloc[0] == 2
+    assert len(table) == 1 and bool(table["nó principal"].iloc[0]) and table["CPUs"].iloc[0] == 2
 
 
 def test_num_cpus_with_an_address_is_rejected():

@@ -8,13 +8,22 @@ entrada (``start_head``, a linha de comando, o ambiente dos nós) e o Ray local 
 
 from __future__ import annotations
 
+import stat
+import sys
+import time
 import urllib.error
 import urllib.request
 
 import psutil
 import pytest
+import ray
 
-from labutils import cluster, cluster_cli, raytools
+from labutils import cluster, config, raytools, system
+from labutils.cluster import classroom, network
+from labutils.cluster.__main__ import main as cli_main
+
+#: um driver com o token errado precisa ser recusado antes disto (segundos)
+WRONG_TOKEN_LIMIT_S = 90
 
 
 @pytest.fixture
@@ -23,13 +32,13 @@ def captured(monkeypatch):
     calls = []
 
     def fake_run(cmd, **kwargs):
-        calls.append({"cmd": cmd, "env": cluster._ray_env()})
+        calls.append({"cmd": cmd, "env": config.ray_env()})
         return None
 
-    monkeypatch.setattr(cluster, "_run", fake_run)
-    monkeypatch.setattr(cluster, "ensure_auth_token", lambda: "~/.ray/auth_token")
-    monkeypatch.setattr(cluster, "_require_free_port", lambda port, what: None)
-    monkeypatch.setattr(cluster, "check_head_reachable", lambda address: None)
+    monkeypatch.setattr(classroom, "run_ray", fake_run)
+    monkeypatch.setattr(classroom, "ensure_auth_token", lambda: "~/.ray/auth_token")
+    monkeypatch.setattr(classroom, "require_free_port", lambda port, what: None)
+    monkeypatch.setattr(classroom, "check_head_reachable", lambda address: None)
     return calls
 
 
@@ -45,7 +54,7 @@ def test_start_head_binds_the_dashboard_to_localhost_by_default(captured):
 
 
 def test_cli_start_head_binds_the_dashboard_to_localhost_by_default(captured):
-    assert cluster_cli.main(["start-head"]) == 0
+    assert cli_main(["start-head"]) == 0
     assert _dashboard_host(captured[-1]["cmd"]) == "127.0.0.1"
 
 
@@ -60,7 +69,7 @@ def test_opening_the_dashboard_to_the_network_only_when_asked_and_with_a_warning
 @pytest.mark.parametrize("command", [["start-head"], ["join", "10.0.0.1:6379"]])
 def test_node_processes_get_token_auth_even_if_the_shell_has_none(captured, monkeypatch, command):
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    assert cluster_cli.main(command) == 0
+    assert cli_main(command) == 0
     assert captured[-1]["env"]["RAY_AUTH_MODE"] == "token"
 
 
@@ -70,8 +79,6 @@ def test_local_cluster_has_no_dashboard_unless_asked():
 
 
 def test_init_ray_asks_for_a_local_dashboard_on_localhost(monkeypatch):
-    import ray
-
     seen = {}
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kwargs: seen.update(kwargs))
@@ -83,7 +90,6 @@ def test_init_ray_asks_for_a_local_dashboard_on_localhost(monkeypatch):
 @pytest.mark.slow
 def test_local_ray_of_the_notebooks_keeps_dashboard_private_and_token_on():
     """O Ray local que os notebooks iniciam: painel só em 127.0.0.1, API de jobs exige token."""
-    import ray
 
     ctx = raytools.init_ray(num_cpus=1)
     try:
@@ -103,6 +109,119 @@ def test_local_ray_of_the_notebooks_keeps_dashboard_private_and_token_on():
             for conn in psutil.net_connections(kind="inet")
             if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port
         }
-        assert listening and listening <= {"127.0.0.1", "::1"}, listening
+        assert listening and listening <= network.LOOPBACK, listening
     finally:
         ray.shutdown()
+
+
+# ------------------------------------------------------------------ token e avisos (rápidos)
+
+
+@pytest.mark.parametrize("via_env", [True, False])
+def test_an_existing_token_file_becomes_readable_only_by_its_owner(tmp_path, monkeypatch, via_env):
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    if via_env:
+        token = tmp_path / "token_da_aula"
+        monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+    else:  # o lugar padrão, ~/.ray/auth_token
+        monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        token = tmp_path / ".ray" / "auth_token"
+        token.parent.mkdir()
+    token.write_text("segredo\n")
+    token.chmod(0o644)
+    assert cluster.ensure_auth_token() == str(token)
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert cluster.auth_token() == "segredo"
+
+
+def test_the_cli_warns_in_portuguese_when_auth_is_disabled(monkeypatch, capsys):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert cli_main(["join", "servidor-sem-porta"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("ATENÇÃO: RAY_AUTH_MODE=disabled"), out
+    assert "DESLIGADA" in out
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    cli_main(["join", "servidor-sem-porta"])
+    assert "DESLIGADA" not in capsys.readouterr().out
+
+
+def test_unreachable_ray_address_fails_fast_in_portuguese(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{system.free_port()}")
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="Ninguém atende"):
+        raytools.init_ray()
+    elapsed = time.monotonic() - start
+    print(f"endereço recusado: erro em {elapsed:.2f} s")
+    assert elapsed < raytools.CONNECT_TIMEOUT_S + 2
+
+
+def test_silent_address_fails_within_the_connect_timeout():
+    """Um IP que não responde nem recusa (documentação, RFC 5737): espera no máximo o prazo."""
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="Ninguém atende"):
+        raytools.check_reachable("192.0.2.123:6379", timeout=1.0)
+    assert time.monotonic() - start < 3
+
+
+# ------------------------------------------------------------------ cluster local no ar
+
+
+@pytest.fixture(scope="module")
+def running():
+    with cluster.LocalCluster(num_workers=1, dashboard=True, verbose=False) as lc:
+        ray.init(address=lc.address, log_to_driver=False)
+        try:  # processos de trabalho também abrem portas: que existam durante a medida
+            ray.get([_node_of.remote() for _ in range(2)], timeout=120)
+        finally:
+            ray.shutdown()
+        yield lc
+
+
+@ray.remote(num_cpus=1)
+def _node_of():
+    return ray.get_runtime_context().get_node_id()
+
+
+@pytest.mark.slow
+def test_local_cluster_listens_off_loopback_only_where_ray_offers_no_choice(running):
+    found = network.listeners(running.pids)
+    assert found, "nenhuma porta escutando? o cluster não está no ar"
+    exposed = [item for item in found if not item.on_loopback]
+    table = "\n".join(f"{i.ip}:{i.port}  {i.process}  ({i.reason})" for i in exposed)
+    print(f"fora do loopback ({len(exposed)} de {len(found)}):\n{table}")
+    unexplained = [item for item in exposed if item.reason is None]
+    assert not unexplained, f"portas abertas para a rede sem motivo conhecido: {unexplained}"
+    dashboard = [item for item in found if item.port == running.dashboard_port]
+    assert dashboard and all(item.on_loopback for item in dashboard), f"painel exposto: {dashboard}"
+
+
+@pytest.mark.slow
+def test_a_driver_with_the_wrong_token_is_refused(running):
+    code = (
+        "import ray\n"
+        f"ray.init(address={running.address!r}, log_to_driver=False)\n"
+        "print('CONECTOU', ray.cluster_resources())\n"
+    )
+    env = config.ray_env({"RAY_AUTH_TOKEN": "token-errado-" + "0" * 20})
+    start = time.monotonic()
+    done = system.run(
+        [sys.executable, "-c", code], timeout=WRONG_TOKEN_LIMIT_S, env=env, check=False
+    )
+    elapsed = time.monotonic() - start
+    out = done.stdout + done.stderr
+    print(f"token errado: recusado em {elapsed:.1f} s (código {done.returncode})")
+    assert done.returncode != 0 and "CONECTOU" not in out, out[-2000:]
+    assert "auth" in out.lower() or "token" in out.lower(), out[-2000:]
+
+
+@pytest.mark.slow
+def test_a_head_that_went_away_gives_a_fast_portuguese_error(running):
+    address = running.address
+    running.stop()
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="Ninguém atende"):
+        raytools.init_ray(address)
+    elapsed = time.monotonic() - start
+    print(f"nó principal parado: erro em {elapsed:.2f} s")
+    assert elapsed < raytools.CONNECT_TIMEOUT_S + 2

@@ -166,6 +166,13 @@ CASES = [
     ),
     (
         "raytools.init_ray",
+        "endereço onde ninguém atende",
+        lambda: raytools.init_ray(address=f"127.0.0.1:{system.free_port()}"),
+        ConnectionError,
+        "Ninguém atende",
+    ),
+    (
+        "raytools.init_ray",
         "num_cpus com cluster",
         lambda: raytools.init_ray(address="10.0.0.1:6379", num_cpus=3),
         ValueError,
@@ -403,7 +410,7 @@ CASES = [
         RuntimeError,
         "'10.0.0.1'",
     ),
-    ("cluster.join", "endereço ruim", lambda: cluster.join("cabeca"), RuntimeError, "'cabeca'"),
+    ("cluster.join", "endereço ruim", lambda: cluster.join("servidor"), RuntimeError, "'servidor'"),
     (
         "cluster.head_command",
         "porta fora do intervalo",
@@ -418,8 +425,20 @@ CASES = [
         RuntimeError,
         "recebi -1",
     ),
-    ("cluster.port_in_use", "porta zero", lambda: cluster.port_in_use(0), RuntimeError, "0"),
-    ("cluster.free_ports", "contagem zero", lambda: cluster.free_ports(0), ValueError, "recebi 0"),
+    (
+        "cluster.LocalCluster",
+        "CPUs negativas no nó principal",
+        lambda: cluster.LocalCluster(head_cpus=-1),
+        ValueError,
+        "recebi -1",
+    ),
+    (
+        "cluster.autoscaler.autoscaling_demo",
+        "máximo de workers zero",
+        lambda: m("cluster.autoscaler").autoscaling_demo(max_workers=0),
+        ValueError,
+        "recebi 0",
+    ),
     (
         "cluster.wait_for_nodes",
         "zero nós",

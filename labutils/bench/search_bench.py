@@ -2,8 +2,9 @@
 
 Em cada repetição, na mesma execução e intercaladas (para que uma variação de carga da máquina
 atinja todas por igual): o laço sequencial, a versão Ray do roteiro (ordem da grade, dados
-capturados pela função), a versão Ray com as mais caras primeiro, a versão em blocos de árvores e
-o ``n_jobs=-1`` do scikit-learn. O aquecimento dos workers do Ray fica fora das medidas.
+capturados pela função), a versão Ray com as mais caras primeiro, a versão em blocos de árvores, o
+``n_jobs=-1`` do scikit-learn e as ferramentas da lição 03: Ray Tune (um trial por configuração) e
+o ``GridSearchCV`` no Ray pelo backend joblib, ambos na ordem "mais caras primeiro". O aquecimento dos workers do Ray fica fora das medidas.
 
 O limite de cada abordagem vem dos tempos das tarefas medidos no laço e dos núcleos:
 nenhuma ordem de envio termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``
@@ -14,22 +15,28 @@ que é culpa da ordem do que é custo do Ray ou da máquina.
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from labutils.bench.report import Measurement, Report
+from labutils.bench.search_runs import (
+    remote_fns,
+    run_chunks,
+    run_expensive_first,
+    run_joblib_ray,
+    run_loop,
+    run_seed_ray,
+    run_tune,
+    warm_up,
+)
 from labutils.config import pick, sizes
 from labutils.search import (
     Chunk,
-    combine_chunks,
     fit_and_score,
-    fit_chunk_and_predict,
     list_schedule_makespan,
     most_expensive_first,
     plan_chunks,
@@ -47,6 +54,8 @@ APPROACHES = (
     "Ray, mais caras primeiro (ray.put)",
     "Ray, blocos de árvores (ray.put)",
     "scikit-learn n_jobs=-1",
+    "Ray Tune (mais caras primeiro)",
+    "GridSearchCV no Ray (joblib, mais caras primeiro)",
 )
 
 
@@ -97,80 +106,6 @@ def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str
     return (X_train, y_train, X_test, y_test), source
 
 
-# ---------------------------------------------------------------- as abordagens
-
-
-def run_loop(grid, data, n_jobs=None) -> list[tuple[int, int, float, float]]:
-    X_train, y_train, X_test, y_test = data
-    return [fit_and_score(n, d, X_train, y_train, X_test, y_test, n_jobs=n_jobs) for n, d in grid]
-
-
-def run_seed_ray(grid, data) -> list[tuple[int, int, float, float]]:
-    """Como no roteiro: a função remota lê os dados de fora dela e as tarefas vão na ordem da grade.
-
-    A função é definida a cada chamada, como numa sessão nova do roteiro: os dados capturados
-    viajam junto com a definição da função (exportada uma vez por worker).
-    """
-    import ray
-
-    X_train, y_train, X_test, y_test = data
-
-    @ray.remote
-    def treino_random_forest(n_estimators, max_depth):
-        return fit_and_score(n_estimators, max_depth, X_train, y_train, X_test, y_test)
-
-    return ray.get([treino_random_forest.remote(n, d) for n, d in grid])
-
-
-def _remote_fns():
-    import ray
-
-    @ray.remote
-    def fit_config(n_estimators, max_depth, data):
-        X_train, y_train, X_test, y_test = data
-        return fit_and_score(n_estimators, max_depth, X_train, y_train, X_test, y_test)
-
-    @ray.remote
-    def fit_chunk(chunk, data):
-        X_train, y_train, X_test, _ = data
-        return fit_chunk_and_predict(chunk, X_train, y_train, X_test)
-
-    return fit_config, fit_chunk
-
-
-def run_expensive_first(grid, data, fit_config, n_samples) -> list[tuple[int, int, float, float]]:
-    import ray
-
-    data_ref = ray.put(data)
-    return ray.get(
-        [fit_config.remote(n, d, data_ref) for n, d in most_expensive_first(grid, n_samples)]
-    )
-
-
-def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
-    import ray
-
-    data_ref = ray.put(data)
-    parts = ray.get([fit_chunk.remote(c, data_ref) for c in chunks])
-    return combine_chunks(parts, data[3])
-
-
-def _warm_up(cores: int) -> float:
-    """Sobe um worker por núcleo, com o scikit-learn importado (fora das medidas)."""
-    import ray
-
-    @ray.remote
-    def warm():
-        import sklearn.ensemble  # noqa: F401
-
-        time.sleep(0.3)  # segura este worker para que a próxima tarefa vá para outro
-        return os.getpid()
-
-    with Timer() as t:
-        ray.get([warm.remote() for _ in range(2 * cores)])
-    return t.seconds
-
-
 def _check_same_mse(name: str, got, expected) -> None:
     by_cfg = {(n, d): mse for n, d, mse, _ in got}
     want = {(n, d): mse for n, d, mse, _ in expected}
@@ -186,7 +121,7 @@ def _check_same_mse(name: str, got, expected) -> None:
 
 
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
-    """Mede as cinco abordagens ``repeats`` vezes e acrescenta uma linha por abordagem."""
+    """Mede as sete abordagens ``repeats`` vezes e acrescenta uma linha por abordagem."""
     import joblib
     import ray
 
@@ -208,8 +143,8 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
     try:
         cores = int(ray.cluster_resources().get("CPU", 1))
         local_cores = joblib.cpu_count()
-        warm_s = _warm_up(cores)
-        fit_config, fit_chunk = _remote_fns()
+        warm_s = warm_up(cores)
+        fit_config, fit_chunk = remote_fns()
         chunks = plan_chunks(grid, cores, chunks_per_core(scale), n_samples=n_samples)
         tiny = ray.put(data)  # exporta as funções remotas aos workers (fora das medidas)
         ray.get([fit_config.remote(2, 2, tiny), fit_chunk.remote(Chunk(2, 2, 0, 2), tiny)])
@@ -229,6 +164,8 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
                 (APPROACHES[2], lambda: run_expensive_first(grid, data, fit_config, n_samples)),
                 (APPROACHES[3], lambda: run_chunks(chunks, data, fit_chunk)),
                 (APPROACHES[4], lambda: run_loop(grid, data, n_jobs=-1)),
+                (APPROACHES[5], lambda: run_tune(grid, data, n_samples)),
+                (APPROACHES[6], lambda: run_joblib_ray(grid, data, n_samples)),
             )
             for name, step in steps:
                 with Timer() as t:
@@ -303,6 +240,18 @@ def _add_rows(report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_co
             APPROACHES[4],
             bound_trees,
             f"threads em {local_cores} núcleo(s); limite com a árvore como unidade de trabalho",
+        ),
+        (
+            APPROACHES[5],
+            bound_cfg,
+            f"1 CPU por trial, até {cores} ao mesmo tempo; inclui criar os actors dos trials; "
+            f"fila prevê {lpt:.2f}x; tarefas {slowdown(APPROACHES[5]):.2f}x mais lentas que no laço",
+        ),
+        (
+            APPROACHES[6],
+            bound_cfg,
+            "PredefinedSplit (mesma avaliação do laço); inclui criar o pool de actors do joblib; "
+            f"treinos {slowdown(APPROACHES[6]):.2f}x mais lentos que no laço",
         ),
     ]
     for name, bound, note in rows:

@@ -2,11 +2,14 @@
 
 Comandos (cada um imprime o comando ``ray`` que executa):
 
-- ``start-head`` — inicia a cabeça nesta máquina (``ray start --head``);
+- ``start-head`` — inicia o nó principal (head node) nesta máquina (``ray start --head``);
 - ``join IP:PORTA`` — junta esta máquina ao cluster como worker (``ray start --address``);
 - ``status [IP:PORTA]`` — nós e recursos (``ray status``);
 - ``stop`` — para **todo** o Ray desta máquina (``ray stop``): não use numa máquina compartilhada;
-- ``local`` — cabeça + N workers nesta máquina até Ctrl+C (laptop ou CI).
+- ``local`` — nó principal + N workers nesta máquina até Ctrl+C (laptop ou CI), só em
+  loopback.
+
+Com ``RAY_AUTH_MODE=disabled`` no ambiente, todo comando começa com um aviso em português.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    head = sub.add_parser("start-head", help="inicia a cabeça (ray start --head)")
+    head = sub.add_parser("start-head", help="inicia o nó principal (ray start --head)")
     head.add_argument("--port", type=int, default=cluster.DEFAULT_PORT)
     head.add_argument("--num-cpus", type=int, default=None)
     head.add_argument("--dashboard-port", type=int, default=cluster.DEFAULT_DASHBOARD_PORT)
@@ -37,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     head.add_argument("--no-dashboard", action="store_true")
 
     join = sub.add_parser("join", help="junta esta máquina ao cluster (ray start --address)")
-    join.add_argument("address", help="IP:PORTA da cabeça")
+    join.add_argument("address", help="IP:PORTA do nó principal")
     join.add_argument("--num-cpus", type=int, default=None)
 
     st = sub.add_parser("status", help="nós e recursos (ray status)")
@@ -46,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="para TODO o Ray desta máquina (ray stop)")
     stop.add_argument("--force", action="store_true")
 
-    local = sub.add_parser("local", help="cabeça + N workers nesta máquina, até Ctrl+C")
+    local = sub.add_parser("local", help="nó principal + N workers nesta máquina, até Ctrl+C")
     local.add_argument("--workers", type=int, default=2)
     local.add_argument("--cpus-per-node", type=int, default=1)
     local.add_argument("--dashboard", action="store_true")
@@ -56,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    cluster.auth_disabled_notice()
     try:
         if args.command == "start-head":
             cluster.start_head(
@@ -84,10 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                     while True:
                         time.sleep(1)
                 except KeyboardInterrupt:
-                    signal.signal(
-                        signal.SIGINT, signal.SIG_IGN
-                    )  # um 2º Ctrl+C não interrompe a parada
-    except cluster.ClusterError as err:
+                    # um 2º Ctrl+C não interrompe a parada
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (cluster.ClusterError, ValueError) as err:
         print(f"Erro: {err}")
         return 2
     return 0

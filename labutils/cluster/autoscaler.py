@@ -1,0 +1,196 @@
+"""O autoscaler do Ray de verdade, numa máquina só (lição 04).
+
+O Ray traz um "provedor de nós" de mentira (``fake_multinode``, usado nos testes do próprio
+Ray): em vez de pedir máquinas a uma nuvem, ele inicia nós Ray **nesta** máquina. O resto é o
+autoscaler de produção: ele lê a fila de pedidos de recursos, decide quantos nós faltam, pede
+ao provedor e, depois do tempo de ociosidade, remove os nós parados.
+
+Por que não ``ray.cluster_utils.AutoscalingCluster``: no Ray 2.60 ele lê um
+``example.yaml`` que o pacote instalado não traz (``FileNotFoundError``) e roda
+``ray stop --force`` ao iniciar e ao parar, o que derrubaria o Ray de todos nesta máquina.
+Aqui, a mesma receita (``ray start --head --autoscaling-config=...`` com
+``RAY_FAKE_CLUSTER=1``) roda num :class:`~labutils.cluster.local.LocalCluster`, que para só
+o que iniciou — inclusive os nós que o autoscaler criou (eles são filhos do nó principal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from labutils.cluster.base import ClusterError
+from labutils.cluster.local import LocalCluster
+
+WORKER_TYPE = "ray.worker.cpu"
+_UNUSED_LISTS = (
+    "initialization_commands",
+    "setup_commands",
+    "head_setup_commands",
+    "worker_setup_commands",
+    "head_start_ray_commands",
+    "worker_start_ray_commands",
+    "cluster_synced_files",
+    "rsync_exclude",
+    "rsync_filter",
+)
+
+
+@dataclass
+class AutoscalerRun:
+    """O que a demonstração mediu: nós vivos ao longo do tempo e onde as tarefas rodaram."""
+
+    #: ``(segundos desde o envio das tarefas, nós vivos)``
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    #: IDs dos nós em que as tarefas rodaram
+    task_nodes: set[str] = field(default_factory=set)
+    #: segundos até subir o nó principal, até o 1º worker entrar, e até voltar só ao principal
+    head_start_s: float = 0.0
+    first_scale_up_s: float | None = None
+    scale_down_s: float | None = None
+    total_s: float = 0.0
+    #: PIDs de todos os processos que o cluster da demonstração teve (todos parados no fim)
+    pids: set[int] = field(default_factory=set)
+
+    @property
+    def peak(self) -> int:
+        return max((n for _, n in self.samples), default=0)
+
+    @property
+    def final(self) -> int:
+        return self.samples[-1][1] if self.samples else 0
+
+
+def autoscaling_config(gcs_address: str, max_workers: int, idle_timeout_s: float) -> dict:
+    """A configuração do cluster (o mesmo formato do YAML de ``ray up``), com o provedor local.
+
+    Numa nuvem, ``provider`` seria ``aws``/``gcp``/``azure`` (ou o KubeRay no Kubernetes) e
+    ``node_config`` diria o tipo de máquina; o resto (tipos de nó, limites, ociosidade) é igual.
+    """
+    return {
+        "cluster_name": "labutils_autoscaler",
+        "max_workers": max_workers,
+        "provider": {
+            "type": "fake_multinode",
+            "use_node_id_as_ip": True,
+            "disable_node_updaters": True,
+            "disable_launch_config_check": True,
+            "gcs_address": gcs_address,
+        },
+        "available_node_types": {
+            "ray.head.default": {"resources": {}, "node_config": {}, "max_workers": 0},
+            WORKER_TYPE: {
+                "resources": {"CPU": 1, "object_store_memory": 100 * 1024**2},
+                "node_config": {},
+                "min_workers": 0,
+                "max_workers": max_workers,
+            },
+        },
+        "head_node_type": "ray.head.default",
+        "idle_timeout_minutes": idle_timeout_s / 60,
+        "upscaling_speed": 1.0,
+        "auth": {},
+        "docker": {},
+        # campos que o formato exige e que o provedor local não usa
+        **dict.fromkeys(_UNUSED_LISTS, []),
+        "file_mounts": {},
+        "file_mounts_sync_continuously": False,
+    }
+
+
+def _alive_nodes() -> int:
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))
+
+
+def autoscaling_demo(
+    *,
+    max_workers: int = 2,
+    task_s: float = 4.0,
+    idle_timeout_s: float = 6.0,
+    timeout_s: float = 150.0,
+    poll_s: float = 1.0,
+    verbose: bool = True,
+) -> AutoscalerRun:
+    """Sobe um nó principal **com 0 CPUs** e o autoscaler; envia ``max_workers`` tarefas de
+    1 CPU (que só cabem em workers); mede os nós vivos até o autoscaler remover os ociosos.
+
+    Conecta este processo ao cluster (``ray.init``) e desconecta no fim; tudo o que iniciou é
+    parado mesmo se algo falhar. ``timeout_s`` limita a demonstração inteira.
+    """
+    for name, value in (("max_workers", max_workers), ("task_s", task_s)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ValueError(f"{name} deve ser um número > 0, recebi {value!r}.")
+    if not isinstance(max_workers, int):
+        raise ValueError(f"max_workers deve ser um inteiro >= 1, recebi {max_workers!r}.")
+    import ray
+
+    if ray.is_initialized():
+        raise ClusterError(
+            "Este processo já está conectado a um Ray: rode `ray.shutdown()` antes da "
+            "demonstração do autoscaler (ela sobe e conecta o seu próprio cluster)."
+        )
+    run = AutoscalerRun()
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    lc = LocalCluster(
+        num_workers=0,
+        head_cpus=0,
+        head_env={"RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"},
+        verbose=verbose,
+    )
+    config_path = None
+    try:
+        config = autoscaling_config(lc.address, max_workers, idle_timeout_s)
+        config_path = _write_json(config)
+        lc.head_args.append(f"--autoscaling-config={config_path}")
+        lc.start()
+        run.head_start_s = time.monotonic() - t0
+        ray.init(address=lc.address, log_to_driver=False)
+
+        @ray.remote(num_cpus=1)
+        def work(seconds: float) -> str:
+            time.sleep(seconds)
+            return ray.get_runtime_context().get_node_id()
+
+        t_work = time.monotonic()
+        refs = [work.remote(task_s) for _ in range(max_workers)]
+        pending = list(refs)
+        while True:
+            now = time.monotonic()
+            alive = _alive_nodes()
+            run.samples.append((round(now - t_work, 1), alive))
+            if alive > 1 and run.first_scale_up_s is None:
+                run.first_scale_up_s = now - t_work
+            if pending:
+                _, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+            elif alive == 1 and run.first_scale_up_s is not None:
+                run.scale_down_s = now - t_work
+                break
+            if now > deadline:
+                raise ClusterError(
+                    f"O autoscaler não completou o ciclo em {timeout_s:g} s (nós vivos: "
+                    f"{[n for _, n in run.samples][-10:]}). Máquina sobrecarregada? Tente de novo "
+                    "com timeout_s maior."
+                )
+            time.sleep(poll_s)
+        run.task_nodes = set(ray.get(refs, timeout=30))
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        run.pids = lc.pids
+        lc.stop()
+        if config_path:
+            os.unlink(config_path)
+    run.total_s = time.monotonic() - t0
+    return run
+
+
+def _write_json(data: dict) -> str:
+    fd, path = tempfile.mkstemp(prefix="raylab-autoscaler-", suffix=".json")
+    with os.fdopen(fd, "w") as out:
+        json.dump(data, out)
+    return path

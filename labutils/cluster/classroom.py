@@ -1,0 +1,147 @@
+"""O cluster da sala de aula (várias máquinas): invólucros finos de ``ray start`` /
+``ray status`` / ``ray stop`` que **imprimem o comando exato** executado, para que se aprenda
+o comando e não o invólucro.
+
+- :func:`start_head` na máquina do instrutor (o nó principal, *head node*);
+- :func:`join` em cada máquina de aluno (um nó worker);
+- :func:`status` e :func:`stop`.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from labutils.cluster.auth import ensure_auth_token
+from labutils.cluster.base import (
+    DEFAULT_DASHBOARD_PORT,
+    DEFAULT_PORT,
+    LOCALHOST,
+    ClusterError,
+    check_head_reachable,
+    check_port,
+    ray_executable,
+    require_free_port,
+    run_ray,
+)
+
+#: interfaces que abrem uma porta para a rede inteira
+ALL_INTERFACES = ("0.0.0.0", "::")
+
+
+def head_command(
+    *,
+    port: int = DEFAULT_PORT,
+    num_cpus: int | None = None,
+    dashboard: bool = True,
+    dashboard_host: str = LOCALHOST,
+    dashboard_port: int = DEFAULT_DASHBOARD_PORT,
+    node_ip_address: str | None = None,
+    block: bool = False,
+    extra: list[str] | None = None,
+) -> list[str]:
+    """Monta o comando ``ray start --head ...`` (sem executá-lo)."""
+    check_port(port, "o nó principal (--port)")
+    if dashboard:
+        check_port(dashboard_port, "o painel (--dashboard-port)")
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 0
+    ):
+        raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
+    cmd = [ray_executable(), "start", "--head", f"--port={port}"]
+    if node_ip_address:
+        cmd.append(f"--node-ip-address={node_ip_address}")
+    if num_cpus is not None:
+        cmd.append(f"--num-cpus={int(num_cpus)}")
+    if dashboard:
+        cmd += [f"--dashboard-host={dashboard_host}", f"--dashboard-port={dashboard_port}"]
+    else:
+        cmd.append("--include-dashboard=false")
+    cmd += list(extra or [])
+    if block:
+        cmd.append("--block")
+    return cmd
+
+
+def start_head(
+    *,
+    port: int = DEFAULT_PORT,
+    num_cpus: int | None = None,
+    dashboard: bool = True,
+    dashboard_host: str = LOCALHOST,
+    dashboard_port: int = DEFAULT_DASHBOARD_PORT,
+    node_ip_address: str | None = None,
+    timeout: float = 90,
+) -> str:
+    """Inicia o nó principal (head node) nesta máquina (``ray start --head``); devolve ``IP:PORTA``.
+
+    O painel escuta só em ``127.0.0.1`` por padrão. ``dashboard_host="0.0.0.0"`` o abre
+    para toda a rede: qualquer um que alcance a porta pode enviar código para o cluster.
+    Faça isso só numa rede fechada de laboratório (veja a lição 04).
+    """
+    require_free_port(port, "porta do nó principal (--port)")
+    if dashboard:
+        require_free_port(dashboard_port, "painel (--dashboard-port)")
+        if dashboard_host in ALL_INTERFACES:
+            print(
+                "ATENÇÃO: painel aberto para toda a rede (--dashboard-host=0.0.0.0). Qualquer "
+                "máquina que alcance esta porta pode enviar jobs ao cluster. Só numa rede fechada!"
+            )
+    token_source = ensure_auth_token()
+    cmd = head_command(
+        port=port,
+        num_cpus=num_cpus,
+        dashboard=dashboard,
+        dashboard_host=dashboard_host,
+        dashboard_port=dashboard_port,
+        node_ip_address=node_ip_address,
+    )
+    run_ray(cmd, timeout=timeout, leave_running=True)  # os serviços do nó ficam no ar
+    address = f"{node_ip_address or local_ip()}:{port}"
+    print(
+        f"\nNó principal no ar em {address}. Nos outros computadores (mesmo ambiente Python):\n"
+        f"  1. copie o token ({token_source}) para ~/.ray/auth_token ou exporte RAY_AUTH_TOKEN\n"
+        f"  2. export RAY_AUTH_MODE=token\n"
+        f"  3. ray start --address={address}"
+    )
+    return address
+
+
+def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60) -> None:
+    """Junta esta máquina ao cluster como nó worker (``ray start --address=IP:PORTA``).
+
+    Verifica antes, em poucos segundos, se o nó principal responde nesse endereço.
+    """
+    check_head_reachable(head_address)
+    ensure_auth_token()
+    cmd = [ray_executable(), "start", f"--address={head_address}"]
+    if num_cpus is not None:
+        cmd.append(f"--num-cpus={int(num_cpus)}")
+    run_ray(cmd, timeout=timeout, leave_running=True)
+
+
+def status(address: str | None = None, *, timeout: float = 30) -> str:
+    """Mostra nós e recursos do cluster (``ray status``) e devolve o texto."""
+    cmd = [ray_executable(), "status"]
+    if address:
+        check_head_reachable(address)
+        cmd.append(f"--address={address}")
+    return run_ray(cmd, timeout=timeout).stdout
+
+
+def stop(*, force: bool = False, timeout: float = 60) -> None:
+    """Para **todos** os processos Ray desta máquina (``ray stop``).
+
+    Pensado para o computador de um aluno ou do instrutor ao fim da aula. Numa máquina
+    compartilhada, derruba também o Ray dos outros: lá, use :meth:`LocalCluster.stop`.
+    """
+    run_ray([ray_executable(), "stop", *(["--force"] if force else [])], timeout=timeout)
+
+
+def local_ip() -> str:
+    """O IP desta máquina na rede (o que os outros computadores usariam)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("10.255.255.255", 1))  # UDP: não envia nada, só escolhe a interface
+            return sock.getsockname()[0]
+        except OSError:
+            return LOCALHOST

@@ -1,0 +1,296 @@
+"""Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`.
+
+Cada nó é um ``ray start --block`` num grupo de processos próprio, com portas, recursos e
+``--temp-dir`` próprios. :meth:`LocalCluster.stop` encerra só esses processos; nunca
+``ray stop``.
+
+Portas: o painel escuta só em ``127.0.0.1``.
+O que sobra na rede está em :data:`labutils.cluster.network.NETWORK_LISTENERS`, com o
+motivo: o Ray 2.60 não oferece como mudá-lo.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from labutils import config, system
+from labutils.cluster.auth import ensure_auth_token
+from labutils.cluster.base import (
+    LOCALHOST,
+    ClusterError,
+    die_with_parent,
+    ray_executable,
+    require_free_port,
+)
+from labutils.cluster.classroom import DEFAULT_DASHBOARD_PORT, head_command
+
+#: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
+WORKER_PORTS_PER_NODE = 12
+
+#: Ambiente de cada nó local: parar sem a espera de "drenagem" das tarefas; e dar 60 s (não
+#: os ~15 s padrão) para o agente do painel de um nó subir, numa máquina sobrecarregada.
+NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", "RAY_raylet_start_wait_time_s": "60"}
+
+
+class LocalCluster:
+    """Cluster Ray de vários nós nesta máquina, para o laptop ou o CI.
+
+    Um nó principal (head node) e ``num_workers`` nós workers, cada um com
+    ``cpus_per_node`` CPUs declaradas (``head_cpus`` muda só as do nó principal). Nenhum
+    nó vira "o último cluster" ao qual um ``ray.init()`` qualquer desta máquina se
+    conectaria sozinho (``--temp-dir`` exclusivo).
+
+    >>> with LocalCluster(num_workers=2) as cluster:   # doctest: +SKIP
+    ...     ray.init(address=cluster.address)
+    """
+
+    def __init__(
+        self,
+        num_workers: int = 2,
+        cpus_per_node: int = 1,
+        dashboard: bool = False,
+        dashboard_port: int | None = None,
+        *,
+        dashboard_host: str = LOCALHOST,
+        head_cpus: int | None = None,
+        head_args: list[str] | None = None,
+        head_env: dict[str, str] | None = None,
+        object_store_mb: int = 200,
+        start_timeout: float = 120,
+        verbose: bool = True,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers deve ser um inteiro >= 0, recebi {num_workers!r}.")
+        for name, value, low in (("cpus_per_node", cpus_per_node, 1), ("head_cpus", head_cpus, 0)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < low
+            ):
+                raise ValueError(
+                    f"{name} deve ser um inteiro >= {low} (`ray start --num-cpus`), "
+                    f"recebi {value!r}."
+                )
+        if dashboard_port is not None:
+            require_free_port(dashboard_port, "painel (dashboard_port)")
+        self.num_workers = num_workers
+        self.cpus_per_node = cpus_per_node
+        self.head_cpus = cpus_per_node if head_cpus is None else head_cpus
+        self.head_args = list(head_args or [])
+        self.head_env = dict(head_env or {})
+        self.dashboard = dashboard
+        self.dashboard_host = dashboard_host
+        self.port, auto_dashboard = system.free_ports(2)
+        self.dashboard_port = (dashboard_port or auto_dashboard) if dashboard else None
+        self._ports = {self.port, auto_dashboard, dashboard_port or 0}
+        self.object_store_mb = object_store_mb
+        self.start_timeout = start_timeout
+        self.verbose = verbose
+        self.temp_dir: str | None = None
+        self._nodes: list[subprocess.Popen] = []
+        self._pids: set[int] = set()
+
+    # -- endereço e painel ---------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORTA`` do nó principal, para ``ray.init(address=...)`` ou ``RAY_ADDRESS``."""
+        return f"{LOCALHOST}:{self.port}"
+
+    @property
+    def dashboard_url(self) -> str | None:
+        return f"http://{LOCALHOST}:{self.dashboard_port}" if self.dashboard else None
+
+    @property
+    def pids(self) -> set[int]:
+        """PIDs de todos os processos deste cluster vistos até agora (nós e filhos)."""
+        self._collect_pids()
+        return set(self._pids)
+
+    # -- ciclo de vida ---------------------------------------------------------------------
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalCluster:
+        """Sobe o nó principal e os workers; falha em português se algo não subir a tempo."""
+        if self._nodes:
+            return self
+        ensure_auth_token()
+        self.temp_dir = tempfile.mkdtemp(prefix="raylab-", dir="/tmp")  # caminho curto: sockets
+        atexit.register(self.stop)
+        t0 = time.monotonic()
+        try:
+            self._start_nodes([0])
+            # os workers sobem em paralelo, depois que o nó principal já responde
+            self._start_nodes(list(range(1, self.num_workers + 1)))
+        except BaseException:
+            self.stop()
+            raise
+        if self.verbose:
+            extra = f", painel em {self.dashboard_url}" if self.dashboard else ""
+            print(
+                f"Cluster local: nó principal + {self.num_workers} worker(s), "
+                f"{self.cpus_per_node} CPU por nó, em {self.address}{extra} "
+                f"({time.monotonic() - t0:.0f} s para subir)."
+            )
+        return self
+
+    def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
+        """Sobe os nós ``indices`` em paralelo; tenta de novo quem esgotou o prazo do Ray.
+
+        Numa máquina sobrecarregada, o raylet pode levar mais que os 30 s que o Ray espera pelo
+        seu registro ("timed out during startup", prazo fixo do Ray); outra tentativa costuma bastar.
+        """
+        for attempt in range(1, attempts + 1):
+            pending = [self._spawn_node(i, attempt) for i in indices]
+            failed = []
+            for node in pending:
+                try:
+                    self._wait_ready(*node)
+                except ClusterError as err:
+                    if attempt == attempts or "timed out during startup" not in str(err):
+                        raise
+                    if self.verbose:
+                        print(f"nó {node[0]} não registrou a tempo (máquina ocupada?): de novo")
+                    self._collect_pids()
+                    system.kill_group(node[1], grace=0)
+                    failed.append(node[0])
+            if not failed:
+                return
+            indices = failed
+
+    def _node_command(self, index: int, temp_dir: str) -> list[str]:
+        ports = system.free_ports(WORKER_PORTS_PER_NODE + 8, avoid=self._ports)
+        self._ports.update(ports)
+        workers, (nm, om, agent_http, agent_grpc, runtime_env, metrics, client, _) = (
+            ports[:WORKER_PORTS_PER_NODE],
+            ports[WORKER_PORTS_PER_NODE:],
+        )
+        common = [
+            f"--node-manager-port={nm}",
+            f"--object-manager-port={om}",
+            f"--worker-port-list={','.join(map(str, workers))}",
+            f"--dashboard-agent-listen-port={agent_http}",
+            f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--runtime-env-agent-port={runtime_env}",
+            f"--metrics-export-port={metrics}",
+            f"--object-store-memory={self.object_store_mb * 1024**2}",
+            f"--temp-dir={temp_dir}",
+            "--disable-usage-stats",
+        ]
+        if index == 0:
+            return head_command(
+                port=self.port,
+                num_cpus=self.head_cpus,
+                dashboard=self.dashboard,
+                dashboard_host=self.dashboard_host,
+                dashboard_port=self.dashboard_port or DEFAULT_DASHBOARD_PORT,
+                block=True,
+                extra=[f"--ray-client-server-port={client}", *common, *self.head_args],
+            )
+        return [
+            ray_executable(),
+            "start",
+            f"--address={self.address}",
+            f"--num-cpus={self.cpus_per_node}",
+            *common,
+            "--block",
+        ]
+
+    def _spawn_node(self, index: int, attempt: int = 1) -> tuple[int, subprocess.Popen, str, str]:
+        assert self.temp_dir is not None
+        node_dir = os.path.join(
+            self.temp_dir, f"n{index}" + ("" if attempt == 1 else f"_{attempt}")
+        )
+        os.makedirs(node_dir)
+        cmd = self._node_command(index, node_dir)
+        if self.verbose:
+            print("$ " + shlex.join(["ray", *cmd[1:]]), flush=True)
+        extra = dict(NODE_ENV, **(self.head_env if index == 0 else {}))
+        log_path = node_dir + ".log"
+        with open(log_path, "w") as log:
+            # grupo de processos próprio: stop() encerra o nó inteiro, e só ele
+            proc = system.spawn_group(
+                cmd,
+                env=config.ray_env(extra),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+            )
+        self._nodes.append(proc)
+        self._pids.add(proc.pid)
+        return index, proc, node_dir, log_path
+
+    def _wait_ready(self, index: int, proc: subprocess.Popen, node_dir: str, log_path: str) -> None:
+        # `ray start` grava este arquivo quando o nó já está no ar
+        ready = os.path.join(node_dir, "ray_current_cluster")
+        deadline = time.monotonic() + self.start_timeout
+        while not os.path.exists(ready):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(Path(log_path).read_text(errors="replace").splitlines()[-15:])
+                what = "o nó principal" if index == 0 else f"o worker {index}"
+                why = (
+                    f"terminou com código {proc.returncode}"
+                    if proc.poll() is not None
+                    else f"não ficou pronto em {self.start_timeout:g} s"
+                )
+                raise ClusterError(f"Não consegui iniciar {what} do cluster local: {why}.\n{tail}")
+            time.sleep(0.2)
+        self._collect_pids()
+
+    def _collect_pids(self) -> None:
+        import psutil
+
+        for proc in self._nodes:
+            with contextlib.suppress(psutil.Error):
+                self._pids.update(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+
+    def _leftovers(self) -> list:
+        """Processos ainda vivos deste cluster (pelos PIDs vistos ou pelo --temp-dir)."""
+        import psutil
+
+        alive = []
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            with contextlib.suppress(psutil.Error):
+                cmdline = " ".join(p.info["cmdline"] or [])
+                if p.pid in self._pids or (self.temp_dir and self.temp_dir in cmdline):
+                    if p.status() != psutil.STATUS_ZOMBIE:
+                        alive.append(p)
+        return alive
+
+    def stop(self, timeout: float = 10) -> None:
+        """Encerra os nós deste cluster (workers primeiro, nó principal por último). Idempotente."""
+        import psutil
+
+        if self._nodes:
+            self._collect_pids()
+            for proc in reversed(self._nodes):  # SIGTERM ao `ray start`: ele para os seus filhos
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for proc in self._nodes:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            for proc in self._nodes:  # o que sobrou do grupo de cada nó
+                system.kill_group(proc, grace=0)
+            leftovers = self._leftovers()
+            for p in leftovers:
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+            psutil.wait_procs(leftovers, timeout=5)
+            self._nodes.clear()
+            with contextlib.suppress(Exception):
+                atexit.unregister(self.stop)
+            if self.verbose:
+                print(f"Cluster local em {self.address} encerrado.")
+        if self.temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)

@@ -1,0 +1,66 @@
+"""Que portas um cluster local abre para a rede, e por quê (lição 04, ``tests/test_security``).
+
+:func:`listeners` lista os sockets TCP escutando dos processos de um cluster (pelos PIDs) e
+diz, para cada um fora do loopback, o motivo conhecido em :data:`NETWORK_LISTENERS` — ou
+``None``, se ninguém sabe por que aquela porta está aberta (o teste falha nesse caso).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: endereços que só a própria máquina alcança
+LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
+
+#: O que um cluster local ainda abre fora do loopback, e por quê (medido no Ray 2.60;
+#: ``tests/test_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
+#: ``ray start`` troca ``--node-ip-address=127.0.0.1`` (e o ``127.0.0.1`` de ``--address`` e
+#: de ``ray.init``) pelo IP da máquina na rede, e os serviços escutam nesse IP ou em todas as
+#: interfaces. Um nó principal com IP 127.0.0.1 escutaria só em loopback, mas nenhum worker
+#: nem driver conseguiria entrar nele. Quem protege essas portas é o token (``RAY_AUTH_MODE``).
+NETWORK_LISTENERS = {
+    "gcs_server": "GCS (--port): o Ray não tem opção de interface para ele",
+    "raylet": "raylet e armazém de objetos (--node-manager-port, --object-manager-port)",
+    "DashboardAgent": "agente do painel (gRPC, HTTP e métricas): IP do nó ou todas as interfaces",
+    "RuntimeEnvAgent": "agente de ambientes de execução: escuta no IP do nó",
+    "ray.util.client.server": "Ray Client (ray://): sem opção de interface no `ray start`",
+    "dashboard/dashboard.py": "gRPC interno do painel (a página em si fica em 127.0.0.1)",
+    "ray::": "processos de trabalho (--worker-port-list): escutam no IP do nó",
+}
+
+
+@dataclass(frozen=True)
+class Listener:
+    """Um socket escutando: processo, IP, porta e (fora do loopback) por que está aberto."""
+
+    process: str
+    ip: str
+    port: int
+    reason: str | None
+
+    @property
+    def on_loopback(self) -> bool:
+        return self.ip in LOOPBACK
+
+
+def listeners(pids: set[int]) -> list[Listener]:
+    """Os sockets TCP escutando dos processos ``pids`` (os que sumiram no caminho são pulados)."""
+    import psutil
+
+    found = []
+    for pid in sorted(pids):
+        try:
+            proc = psutil.Process(pid)
+            label = " ".join([proc.name(), *proc.cmdline()])
+            conns = proc.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        for conn in conns:
+            if conn.status != psutil.CONN_LISTEN:
+                continue
+            ip = conn.laddr.ip
+            reason = None
+            if ip not in LOOPBACK:
+                reason = next((why for key, why in NETWORK_LISTENERS.items() if key in label), None)
+            found.append(Listener(proc.name(), ip, conn.laddr.port, reason))
+    return found

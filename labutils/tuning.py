@@ -1,0 +1,299 @@
+"""Lição 03: a mesma busca da lição 02 com Ray Tune e com o scikit-learn sobre o Ray (joblib).
+
+- :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
+- :func:`forest_trainable`: um trial = uma configuração, o MSE na validação reportado ao Tune;
+- :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
+  (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
+- :func:`run_tuner` e :func:`tune_table`: o ``Tuner`` com 1 CPU por trial, resultados em tabela;
+- :func:`grid_search_cv`: ``GridSearchCV`` com a mesma divisão treino/validação (``PredefinedSplit``);
+- :func:`check_same_search` (``AssertionError`` se duas buscas discordam) e :func:`speedup_table`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labutils.config import results_dir
+from labutils.search import speedup_bound, validate_grid
+
+RANDOM_STATE = 42
+#: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade
+PAIR_KEY = "floresta"
+FOREST_KEYS = ("n_estimators", "max_depth")
+# o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
+logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
+
+
+# ---------------------------------------------------------------- o espaço de busca
+
+
+def grid_space(grid: Sequence[Any]) -> dict[str, Any]:
+    """A grade ``[(n, d), ...]`` como espaço do Tune: um trial por par, na ordem dada."""
+    from ray import tune
+
+    pairs = validate_grid(grid)
+    return {PAIR_KEY: tune.grid_search([{"n_estimators": n, "max_depth": d} for n, d in pairs])}
+
+
+def _possible_values(key: str, spec: Any) -> list[Any]:
+    """Os valores que um item do espaço pode assumir (nos extremos, para domínios contínuos)."""
+    from ray.tune.search.sample import Categorical, Domain, Integer
+
+    if isinstance(spec, Mapping) and set(spec) == {"grid_search"}:
+        return list(spec["grid_search"])
+    if isinstance(spec, Categorical):
+        return list(spec.categories)
+    if isinstance(spec, Integer):  # randint/lograndint: o limite superior fica de fora
+        return [spec.lower, spec.upper - 1]
+    if isinstance(spec, Domain):
+        raise ValueError(
+            f"O item {key!r} do espaço de busca sorteia valores não inteiros ({type(spec).__name__}):"
+            " use tune.grid_search, tune.choice ou tune.randint para parâmetros da floresta."
+        )
+    return [spec]
+
+
+def validate_space(space: Mapping[str, Any]) -> dict[str, Any]:
+    """Confere que todo ponto do espaço dá uma floresta válida; levanta ``ValueError`` se não.
+
+    Aceita o espaço de :func:`grid_space` (pares em ``floresta``) e espaços com as chaves
+    ``n_estimators``, ``max_depth`` e ``passo``. Rode antes do ``Tuner``: um erro de digitação
+    aparece em milissegundos, não como um trial que falha lá dentro de um worker.
+    """
+    if not isinstance(space, Mapping) or not space:
+        raise ValueError(
+            "O espaço de busca deve ser um dict não vazio, como "
+            "{'max_depth': tune.grid_search([4, 8]), 'n_estimators': 100}."
+        )
+    for key, spec in space.items():
+        values = _possible_values(key, spec)
+        if not values:
+            raise ValueError(f"O item {key!r} do espaço de busca não tem nenhum valor.")
+        if key == PAIR_KEY:
+            validate_grid([(v.get("n_estimators"), v.get("max_depth")) for v in values])
+        elif key in (*FOREST_KEYS, "passo"):
+            for value in values:
+                if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                    raise ValueError(
+                        f"Espaço de busca: {key} deve ser um inteiro positivo (≥ 1) em todos os "
+                        f"pontos, mas pode valer {value!r}. Nenhum trial foi iniciado."
+                    )
+    if "passo" in space and "n_estimators" in space:
+        if max(_possible_values("passo", space["passo"])) > min(
+            _possible_values("n_estimators", space["n_estimators"])
+        ):
+            raise ValueError("Espaço de busca: o passo não pode ser maior que n_estimators.")
+    return dict(space)
+
+
+def forest_params(config: Mapping[str, Any]) -> tuple[int, int]:
+    """``(n_estimators, max_depth)`` de um config do Tune (com ou sem a chave ``floresta``)."""
+    params = config.get(PAIR_KEY, config)
+    return int(params["n_estimators"]), int(params["max_depth"])
+
+
+# ---------------------------------------------------------------- os trials
+
+
+def forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
+    """Um trial: treina a floresta do config e reporta o MSE na VALIDAÇÃO (``data[2:]``)."""
+    from ray import tune
+
+    from labutils.search import fit_and_score
+
+    n, d = forest_params(config)
+    _, _, mse, seconds = fit_and_score(n, d, *data, random_state=RANDOM_STATE)
+    tune.report({"mse": mse, "segundos": seconds, "arvores": n})
+
+
+def grow_forest(max_depth: int, n_estimators: int, step: int, data: Sequence[Any]):
+    """Gera ``(árvores, mse na validação, segundos acumulados)`` a cada ``step`` árvores.
+
+    Com ``warm_start`` cada ``fit`` só treina as árvores novas, e com a mesma semente a floresta
+    de ``k`` árvores é idêntica à treinada de uma vez com ``n_estimators=k``.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.metrics import mean_squared_error
+
+    X_train, y_train, X_val, y_val = data
+    model = RandomForestRegressor(
+        n_estimators=0, max_depth=max_depth, random_state=RANDOM_STATE, warm_start=True
+    )
+    start = time.perf_counter()
+    trees = 0
+    while trees < n_estimators:
+        trees = min(trees + step, n_estimators)
+        model.set_params(n_estimators=trees).fit(X_train, y_train)
+        mse = float(mean_squared_error(y_val, model.predict(X_val)))
+        yield trees, mse, time.perf_counter() - start
+
+
+def growing_forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
+    """Um trial que cresce: reporta o MSE a cada ``passo`` árvores; o ASHA pode pará-lo antes."""
+    from ray import tune
+
+    n, d = forest_params(config)
+    for trees, mse, seconds in grow_forest(d, n, int(config["passo"]), data):
+        tune.report({"mse": mse, "segundos": seconds, "arvores": trees})
+
+
+# ---------------------------------------------------------------- o Tuner
+
+
+def _progress_bar(total: int, desc: str) -> Any:
+    """Um ``tune.Callback`` com uma barra ``tqdm`` que avança a cada trial terminado."""
+    from ray import tune
+    from tqdm import tqdm
+
+    class Progress(tune.Callback):
+        def setup(self, **info):
+            self.bar = tqdm(total=total, desc=desc, unit="trial")
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self.bar.update(1)
+
+        on_trial_error = on_trial_complete
+
+        def on_experiment_end(self, trials, **info):
+            self.bar.close()
+
+    return Progress()
+
+
+def run_tuner(
+    trainable: Any,
+    space: Mapping[str, Any],
+    data: Sequence[Any],
+    *,
+    name: str,
+    scheduler: Any = None,
+    n_trials: int | None = None,
+    storage: Path | str | None = None,
+) -> Any:
+    """Roda o ``Tuner`` (1 CPU por trial, tantos trials ao mesmo tempo quantos CPUs) e devolve o
+    ``ResultGrid``. O espaço é conferido antes; os resultados ficam em ``results/tune/<name>``.
+    """
+    import ray
+    from ray import tune
+
+    validate_space(space)
+    cores = int(ray.cluster_resources().get("CPU", 1))
+    storage = Path(storage) if storage is not None else results_dir() / "tune"
+    trainable = tune.with_resources(tune.with_parameters(trainable, data=data), {"cpu": 1})
+    tuner = tune.Tuner(
+        trainable,
+        param_space=dict(space),
+        tune_config=tune.TuneConfig(
+            metric="mse",
+            mode="min",
+            scheduler=scheduler,
+            max_concurrent_trials=max(1, cores),
+            reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(storage.resolve()),
+            verbose=0,
+            callbacks=[_progress_bar(n_trials, name)] if n_trials else None,
+        ),
+    )
+    # o Tune imprime um quadro e caminhos a cada busca mesmo com verbose=0: a barra basta
+    with contextlib.redirect_stdout(io.StringIO()):
+        return tuner.fit()
+
+
+def tune_table(result_grid: Any) -> Any:
+    """Uma linha por trial: ``n_estimators``, ``max_depth``, ``mse`` (último reportado),
+    ``arvores`` treinadas e ``segundos``; ordenada pelo MSE. Levanta erro se algum trial falhou."""
+    if result_grid.errors:
+        raise RuntimeError(f"{len(result_grid.errors)} trial(s) falharam: {result_grid.errors[0]}")
+    df = result_grid.get_dataframe()
+    pair = [f"config/{PAIR_KEY}/{k}" for k in FOREST_KEYS]
+    cols = pair if pair[0] in df.columns else [f"config/{k}" for k in FOREST_KEYS]
+    out = df[[*cols, "mse", "arvores", "segundos"]].copy()
+    out.columns = [*FOREST_KEYS, "mse", "arvores", "segundos"]
+    return out.sort_values("mse", kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- scikit-learn + joblib
+
+
+def grid_search_cv(grid: Sequence[Any], data: Sequence[Any], *, n_jobs: int | None = None):
+    """``GridSearchCV`` na grade, validando SEMPRE em ``(X_val, y_val)`` (``PredefinedSplit``).
+
+    Os candidatos vão na ordem da grade; ``refit=False``: o teste não participa. Use dentro de
+    ``joblib.parallel_backend("ray")`` para espalhar os treinos pelo cluster Ray.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+    X_train, y_train, X_val, y_val = data
+    X = np.concatenate([np.asarray(X_train), np.asarray(X_val)])
+    y = np.concatenate([np.asarray(y_train), np.asarray(y_val)])
+    fold = np.r_[np.full(len(X_train), -1), np.zeros(len(X_val), dtype=int)]
+    search = GridSearchCV(
+        RandomForestRegressor(random_state=RANDOM_STATE),
+        [{"n_estimators": [n], "max_depth": [d]} for n, d in validate_grid(grid)],
+        scoring="neg_mean_squared_error",
+        cv=PredefinedSplit(fold),
+        refit=False,
+        n_jobs=n_jobs,
+    )
+    return search.fit(X, y)
+
+
+def cv_rows(search: Any) -> list[tuple[int, int, float, float]]:
+    """``(n_estimators, max_depth, mse na validação, segundos de treino)`` de um GridSearchCV."""
+    res = search.cv_results_
+    return [
+        (int(p["n_estimators"]), int(p["max_depth"]), float(-score), float(fit_s))
+        for p, score, fit_s in zip(
+            res["params"], res["mean_test_score"], res["mean_fit_time"], strict=True
+        )
+    ]
+
+
+# ---------------------------------------------------------------- conferências e comparação
+
+
+def check_same_search(what: str, got: Sequence[Sequence[Any]], expected, tol: float = 1e-9):
+    """Levanta ``AssertionError`` se ``got`` não tem as mesmas configurações, a mesma melhor
+    configuração e os mesmos MSE (até ``tol``) que ``expected``. Linhas: ``(n, d, mse, ...)``."""
+    got_mse = {(int(r[0]), int(r[1])): float(r[2]) for r in got}
+    want = {(int(r[0]), int(r[1])): float(r[2]) for r in expected}
+    if got_mse.keys() != want.keys():
+        raise AssertionError(
+            f"{what}: configurações diferentes da busca local: {sorted(got_mse)} × {sorted(want)}."
+        )
+    best_got, best_want = min(got_mse, key=got_mse.get), min(want, key=want.get)
+    if best_got != best_want:
+        raise AssertionError(
+            f"{what}: melhor configuração {best_got}, a busca local achou {best_want}."
+        )
+    diff = max(abs(got_mse[k] - want[k]) for k in want)
+    if not diff <= tol:
+        raise AssertionError(f"{what}: o MSE difere da busca local em até {diff:.3g} (> {tol:g}).")
+
+
+def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: float):
+    """Tempos lado a lado: speedup sobre o laço, limite do hardware e fração do limite.
+
+    ``task_s``: os tempos de cada configuração no laço (o limite é :func:`speedup_bound`).
+    """
+    import pandas as pd
+
+    bound = speedup_bound(task_s, cores)
+    rows = [("laço (referência)", loop_s)] + list(timings.items())
+    df = pd.DataFrame(rows, columns=["abordagem", "tempo (s)"])
+    df["speedup"] = loop_s / df["tempo (s)"]
+    df["limite"] = [float("nan")] + [bound] * len(timings)  # o laço é a referência
+    df["% do limite"] = 100 * df["speedup"] / df["limite"]
+    return df

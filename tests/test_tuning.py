@@ -1,0 +1,165 @@
+"""Lição 03: Ray Tune e o backend joblib do Ray dão a mesma busca que a computação local.
+
+As conferências (:func:`labutils.tuning.check_same_search`) são testadas também "ao contrário":
+com um resultado estragado de propósito, elas têm de falhar.
+"""
+
+from __future__ import annotations
+
+import joblib
+import numpy as np
+import pytest
+import ray
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler
+from ray.util.joblib import register_ray
+
+from labutils import raytools, tuning
+from labutils.search import fit_and_score
+
+GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 6))
+    y = X[:, 0] * 2 + np.sin(X[:, 1] * 3) + rng.normal(scale=0.1, size=400)
+    return X[:300], y[:300], X[300:], y[300:]
+
+
+@pytest.fixture(scope="module")
+def local(data):
+    return [fit_and_score(n, d, *data) for n, d in GRID]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    raytools.init_ray(num_cpus=2, dashboard=False)
+    yield
+    ray.shutdown()
+
+
+# ---------------------------------------------------------------- o espaço, sem Ray
+
+
+def test_valid_spaces_pass():
+    assert tuning.validate_space(tuning.grid_space(GRID))
+    assert tuning.validate_space(
+        {"max_depth": tune.grid_search([2, 8]), "n_estimators": 20, "passo": 5}
+    )
+    assert tuning.validate_space({"max_depth": tune.randint(1, 10), "n_estimators": 5})
+    assert tuning.forest_params({"floresta": {"n_estimators": 3, "max_depth": 2}}) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("space", "fragment"),
+    [
+        ({}, "dict não vazio"),
+        ({"max_depth": tune.grid_search([4, 0]), "n_estimators": 10}, "max_depth deve ser"),
+        ({"max_depth": tune.randint(0, 10)}, "pode valer 0"),
+        ({"n_estimators": tune.choice([10, -5])}, "n_estimators deve ser"),
+        ({"n_estimators": 10, "max_depth": 2.5}, "max_depth deve ser"),
+        ({"max_depth": tune.uniform(1, 10)}, "não inteiros"),
+        ({"max_depth": tune.grid_search([])}, "nenhum valor"),
+        ({"n_estimators": 10, "max_depth": 2, "passo": 20}, "passo"),
+        ({"floresta": tune.grid_search([{"n_estimators": 10, "max_depth": 0}])}, "positivo"),
+    ],
+)
+def test_bad_spaces_fail_fast_in_portuguese(space, fragment, tmp_path):
+    with pytest.raises(ValueError, match=fragment):
+        tuning.run_tuner(tuning.forest_trainable, space, (), name="ruim", storage=tmp_path)
+    assert not (tmp_path / "ruim").exists(), "nenhum trial deveria ter começado"
+
+
+def test_grow_forest_ends_at_the_whole_forest(data):
+    steps = list(tuning.grow_forest(5, 12, 5, data))
+    assert [s[0] for s in steps] == [5, 10, 12]
+    assert steps[-1][1] == pytest.approx(fit_and_score(12, 5, *data)[2], rel=0, abs=1e-12)
+
+
+# ---------------------------------------------------------------- a conferência falha quando deve
+
+
+def test_check_same_search_goes_red_when_broken(local):
+    tuning.check_same_search("igual", local, local)
+    nudged = [(n, d, mse + 1e-7, s) for n, d, mse, s in local]
+    with pytest.raises(AssertionError, match="difere"):
+        tuning.check_same_search("estragado", nudged, local)
+    best = min(local, key=lambda r: r[2])
+    worse = [(n, d, mse + (1.0 if (n, d) == best[:2] else 0.0), s) for n, d, mse, s in local]
+    with pytest.raises(AssertionError, match="melhor configuração"):
+        tuning.check_same_search("outro melhor", worse, local)
+    with pytest.raises(AssertionError, match="configurações diferentes"):
+        tuning.check_same_search("faltando", local[1:], local)
+
+
+def test_grid_search_cv_local_matches_the_loop(data, local):
+    rows = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=1))
+    assert [r[:2] for r in rows] == GRID
+    tuning.check_same_search("GridSearchCV local", rows, local)
+
+
+def test_speedup_table():
+    df = tuning.speedup_table(10.0, {"a": 5.0, "b": 20.0}, [4.0, 3.0, 3.0], 2)
+    assert list(df["speedup"]) == [1.0, 2.0, 0.5]
+    assert np.isnan(df["limite"].iloc[0])  # o laço é a referência, sem limite
+    assert df["limite"].iloc[1] == pytest.approx(10 / 5)
+    assert df["% do limite"].iloc[1] == pytest.approx(100.0)
+
+
+# ---------------------------------------------------------------- no Ray
+
+
+@pytest.mark.slow
+def test_tune_finds_the_local_search(local_ray, data, local, tmp_path):
+    grid = tuning.run_tuner(
+        tuning.forest_trainable,
+        tuning.grid_space(GRID),
+        data,
+        name="grade",
+        storage=tmp_path,
+        n_trials=len(GRID),
+    )
+    table = tuning.tune_table(grid)
+    tuning.check_same_search("Ray Tune", table.values.tolist(), local)
+    best = grid.get_best_result()
+    assert tuning.forest_params(best.config) == min(local, key=lambda r: r[2])[:2]
+    assert (tmp_path / "grade").is_dir()  # resultados em storage_path, não em ~/ray_results
+    broken = table.assign(mse=table["mse"] * (1 + 1e-6)).values.tolist()
+    with pytest.raises(AssertionError):  # a mesma conferência, com o Tune "errado"
+        tuning.check_same_search("Ray Tune estragado", broken, local)
+
+
+@pytest.mark.slow
+def test_asha_trials_that_finish_match_the_full_forest(local_ray, data, tmp_path):
+    depths = (8, 4, 1)
+    space = {"max_depth": tune.grid_search(list(depths)), "n_estimators": 12, "passo": 4}
+    asha = ASHAScheduler(time_attr="arvores", max_t=12, grace_period=4, reduction_factor=2)
+    table = tuning.tune_table(
+        tuning.run_tuner(
+            tuning.growing_forest_trainable,
+            space,
+            data,
+            name="asha",
+            scheduler=asha,
+            storage=tmp_path,
+        )
+    )
+    assert sorted(table["max_depth"]) == sorted(depths)
+    assert table["arvores"].sum() <= 12 * len(depths)
+    done = table[table["arvores"] == 12]
+    assert len(done) >= 1
+    for _, row in done.iterrows():
+        expected = fit_and_score(12, int(row.max_depth), *data)[2]
+        assert row.mse == pytest.approx(expected, rel=0, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_joblib_on_ray_matches_local_n_jobs(local_ray, data, local):
+    register_ray()
+    with joblib.parallel_backend("ray"):
+        on_ray = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=-1))
+    local_njobs = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=2))
+    tuning.check_same_search("joblib no Ray × n_jobs local", on_ray, local_njobs)
+    tuning.check_same_search("joblib no Ray × laço", on_ray, local)
