@@ -6,6 +6,9 @@
 - "Run All" duas vezes: com ``LABUTILS_NBVAL_RERUN=1`` (o ``make test`` liga), cada notebook é
   executado do início ao fim num kernel novo e, logo depois, **de novo no mesmo kernel** — como
   um aluno que roda tudo outra vez. Os itens da segunda passada se chamam ``Rerun N``.
+  Exceto os de :data:`RUN_ONCE`, que sobem clusters locais, treinos multi-worker ou vários
+  processos com TensorFlow: a segunda passada deles custava ~5 min dos ~29 min medidos do CI em
+  2 núcleos. ``LABUTILS_NBVAL_RERUN=all`` roda também esses duas vezes.
 - Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
   de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
   ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
@@ -15,6 +18,13 @@
 import os
 
 import pytest
+
+#: notebooks executados uma vez só mesmo com ``LABUTILS_NBVAL_RERUN=1`` (veja o docstring)
+RUN_ONCE = {
+    "04_cluster_ray.ipynb",
+    "06_inferencia_em_lote.ipynb",
+    "07_exercicio_multiworker_solucao.ipynb",
+}
 
 #: limite (s) de cada célula de notebook no pytest-timeout; o nbval corta em 900 s
 NOTEBOOK_CELL_TIMEOUT_S = 960
@@ -41,8 +51,10 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def _rerun_twice(items) -> None:
-    if os.environ.get("LABUTILS_NBVAL_RERUN") != "1":
+    mode = os.environ.get("LABUTILS_NBVAL_RERUN")
+    if mode not in ("1", "all"):
         return
+    once = set() if mode == "all" else RUN_ONCE
     from nbval.plugin import IPyNbCell
 
     result, current = [], []
@@ -60,7 +72,7 @@ def _rerun_twice(items) -> None:
                 )
                 for item in current
             ]
-            result.extend(current + rerun)
+            result.extend(current if parent.path.name in once else current + rerun)
             current.clear()
 
     for item in items:

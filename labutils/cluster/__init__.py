@@ -6,7 +6,7 @@ Onde fica cada coisa:
   :func:`join`, :func:`status`, :func:`stop`, invólucros de ``ray start``/``status``/``stop``
   que **imprimem o comando exato** executado;
 - :mod:`~labutils.cluster.local`: :class:`LocalCluster`, nó principal + N workers nesta
-  máquina (laptop, CI), só em loopback, parando só o que ele mesmo iniciou;
+  máquina (laptop, CI), com o painel em loopback, parando só o que ele mesmo iniciou;
 - :mod:`~labutils.cluster.auth`: o token de autenticação do Ray (criar, proteger, ler);
 - :mod:`~labutils.cluster.network`: que portas um cluster local abre para a rede, e por quê;
 - :mod:`~labutils.cluster.autoscaler`: o autoscaler de verdade numa máquina só (lição 04);

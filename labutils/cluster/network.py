@@ -26,6 +26,8 @@ NETWORK_LISTENERS = {
     "ray.util.client.server": "Ray Client (ray://): sem opção de interface no `ray start`",
     "dashboard/dashboard.py": "gRPC interno do painel (a página em si fica em 127.0.0.1)",
     "ray::": "processos de trabalho (--worker-port-list): escutam no IP do nó",
+    "autoscaler/_private/monitor.py": "monitor do autoscaler (métricas): escuta em todas as "
+    "interfaces, sem opção no `ray start`",
 }
 
 
