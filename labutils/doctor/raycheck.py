@@ -17,7 +17,7 @@ from labutils import config, system
 from labutils.doctor.pins import pip_install
 from labutils.doctor.rows import FAIL, INSTALL_HINT, OK, WARN, Row
 
-RAY_PORTS = {"cabeça do Ray": 6379, "painel do Ray": 8265}
+RAY_PORTS = {"nó principal do Ray": 6379, "painel do Ray": 8265}
 DASHBOARD_EXTRA = "default"
 
 
@@ -97,7 +97,7 @@ def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
                 item,
                 "ocupada por outro programa (talvez um Ray que ficou rodando)",
                 f"Veja quem usa: `ss -ltnp | grep :{port}`. Se for um Ray seu, `ray status` e "
-                "`ray stop`; senão inicie a cabeça em outra porta "
+                "`ray stop`; senão inicie o nó principal em outra porta "
                 "(`ray start --head --port=6380 --dashboard-port=8266`). "
                 "O ray.init() dos notebooks escolhe outra porta do painel sozinho.",
             )
