@@ -6,6 +6,7 @@ portas.
   inteiro (o processo e todos os filhos), sem tocar em processos de outros;
 - :func:`free_ports`, :func:`port_in_use`, :func:`check_port`: portas locais;
 - :func:`reachable`: alguém atende em ``host:porta`` dentro do prazo?
+- :func:`alive`: quais destes processos ainda estão vivos (zumbis não contam)?
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 
 LOCALHOST = "127.0.0.1"
@@ -159,3 +161,20 @@ def reachable(host: str, port: int, timeout: float = 3.0) -> OSError | None:
             return None
     except OSError as err:
         return err
+
+
+def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:
+    """Os PIDs de ``pids`` ainda vivos (zumbis não contam), esperando até ``wait_s`` segundos
+    que terminem (um processo leva um instante para sair depois do sinal)."""
+    import psutil
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        living = set()
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    living.add(pid)
+        if not living or time.monotonic() >= deadline:
+            return living
+        time.sleep(0.2)

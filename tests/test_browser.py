@@ -366,47 +366,39 @@ def ray_token() -> str:
 
 
 @pytest.mark.slow
-def test_ray_dashboard_shows_the_cluster_nodes(browser):
-    from labutils.cluster import LocalCluster
-
+def test_ray_dashboard_shows_the_cluster_nodes(browser, local_cluster):
+    """O painel do cluster local da sessão (``tests/conftest.py``: nó principal + 2 workers)."""
+    cluster = local_cluster
+    expected = 1 + cluster.num_workers
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with LocalCluster(num_workers=1, dashboard=True, verbose=False) as cluster:
-        pids = cluster.pids
-        page = browser.new_page(viewport={"width": 1400, "height": 800})
-        page.goto(cluster.dashboard_url)
-        # o aluno cola o token (saída de `ray get-auth-token`) na janela do painel
-        page.get_by_placeholder("Enter your authentication token").fill(ray_token())
-        page.get_by_role("button", name="Submit").click()
-        page.get_by_role("dialog").wait_for(state="hidden", timeout=15_000)
-        page.goto(f"{cluster.dashboard_url}/#/cluster")
-        rows = page.locator("table tbody tr", has_text="ALIVE")
-        deadline = time.monotonic() + 45
-        while rows.count() < 2:
-            assert time.monotonic() < deadline, (
-                f"o painel mostrou {rows.count()} nó(s) vivo(s) em 45 s; esperava 2"
-            )
-            time.sleep(0.5)
-        texts = rows.all_inner_texts()
-        node_ids = {m.group(0) for t in texts for m in re.finditer(r"\b[0-9a-f]{56}\b", t)}
-        assert len(texts) == 2 and len(node_ids) == 2
-        assert sum("(Head)" in t for t in texts) == 1
-        # os mesmos nós que a API do painel relata (com o token no cabeçalho)
-        request = urllib.request.Request(
-            f"{cluster.dashboard_url}/nodes?view=summary",
-            headers={"Authorization": f"Bearer {ray_token()}"},
+    page = browser.new_page(viewport={"width": 1400, "height": 800})
+    page.goto(cluster.dashboard_url)
+    # o aluno cola o token (saída de `ray get-auth-token`) na janela do painel
+    page.get_by_placeholder("Enter your authentication token").fill(ray_token())
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_role("dialog").wait_for(state="hidden", timeout=15_000)
+    page.goto(f"{cluster.dashboard_url}/#/cluster")
+    rows = page.locator("table tbody tr", has_text="ALIVE")
+    deadline = time.monotonic() + 45
+    while rows.count() < expected:
+        assert time.monotonic() < deadline, (
+            f"o painel mostrou {rows.count()} nó(s) vivo(s) em 45 s; esperava {expected}"
         )
-        with urllib.request.urlopen(request, timeout=10) as resp:
-            summary = json.load(resp)["data"]["summary"]
-        assert node_ids == {
-            n["raylet"]["nodeId"] for n in summary if n["raylet"]["state"] == "ALIVE"
-        }
-        page.screenshot(path=str(ARTIFACTS / "ray_dashboard.png"))
-        page.close()
-        pids |= cluster.pids
-    deadline = time.monotonic() + 10
-    while alive(pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not alive(pids), f"processos do Ray ficaram vivos: {alive(pids)}"
+        time.sleep(0.5)
+    texts = rows.all_inner_texts()
+    node_ids = {m.group(0) for t in texts for m in re.finditer(r"\b[0-9a-f]{56}\b", t)}
+    assert len(texts) == expected and len(node_ids) == expected
+    assert sum("(Head)" in t for t in texts) == 1
+    # os mesmos nós que a API do painel relata (com o token no cabeçalho)
+    request = urllib.request.Request(
+        f"{cluster.dashboard_url}/nodes?view=summary",
+        headers={"Authorization": f"Bearer {ray_token()}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        summary = json.load(resp)["data"]["summary"]
+    assert node_ids == {n["raylet"]["nodeId"] for n in summary if n["raylet"]["state"] == "ALIVE"}
+    page.screenshot(path=str(ARTIFACTS / "ray_dashboard.png"))
+    page.close()
     if os.environ.get("UPDATE_DOCS_SCREENSHOTS") == "1":
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         shutil.copy(ARTIFACTS / "ray_dashboard.png", DOCS_IMG / "ray_dashboard.png")

@@ -20,50 +20,6 @@ from labutils.cluster.__main__ import main as cli_main
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _alive(pids: set[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
-
-
-def _with_temp_dir(temp_dir: str) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if temp_dir in " ".join(proc.info["cmdline"] or []):
-                found.append(proc.pid)
-        except psutil.Error:
-            pass
-    return found
-
-
-@pytest.fixture(scope="module")
-def local_cluster():
-    """Nó principal + 2 workers (1 CPU cada), com painel.
-
-    No fim, o corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar
-    mesmo assim, sem deixar nenhum processo para trás.
-    """
-    with pytest.raises(RuntimeError, match="fim do módulo"):
-        with LocalCluster(num_workers=2, cpus_per_node=1, dashboard=True) as lc:
-            assert len(_alive(lc.pids)) >= 9  # 3 × (`ray start`, raylet, ...) + gcs_server
-            yield lc
-            raise RuntimeError("fim do módulo")
-    pids, temp_dir = lc.pids, lc.temp_dir
-    deadline = time.monotonic() + 10
-    while (_alive(pids) or _with_temp_dir(temp_dir)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(pids), f"processos do cluster ainda vivos: {_alive(pids)}"
-    assert not _with_temp_dir(temp_dir)
-    assert not Path(temp_dir).exists()
-    lc.stop()  # idempotente
-
-
 # ------------------------------------------------------------------ rápidos (sem cluster)
 
 
@@ -121,7 +77,7 @@ def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
     with pytest.raises(ClusterError, match="Não consegui iniciar o nó principal"):
         lc.start()
     assert time.monotonic() - start < 10
-    assert not _alive(lc.pids)
+    assert not system.alive(lc.pids)
     assert not Path(lc.temp_dir).exists()
 
 

@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from labutils import system
 from labutils.cluster.base import ClusterError
 from labutils.cluster.local import LocalCluster
 
@@ -53,6 +54,8 @@ class AutoscalerRun:
     total_s: float = 0.0
     #: PIDs de todos os processos que o cluster da demonstração teve (todos parados no fim)
     pids: set[int] = field(default_factory=set)
+    #: os desses PIDs ainda vivos depois de parar o cluster (esperado: nenhum)
+    leftovers: set[int] = field(default_factory=set)
 
     @property
     def peak(self) -> int:
@@ -183,6 +186,7 @@ def autoscaling_demo(
             ray.shutdown()
         run.pids = lc.pids
         lc.stop()
+        run.leftovers = system.alive(run.pids, wait_s=10)
         if config_path:
             os.unlink(config_path)
     run.total_s = time.monotonic() - t0

@@ -1,4 +1,5 @@
-"""Que portas um cluster local abre para a rede, e por quê (lição 04, ``tests/test_security``).
+"""Que portas um cluster local abre para a rede, e por quê (lição 04,
+``tests/test_cluster_security.py``).
 
 :func:`listeners` lista os sockets TCP escutando dos processos de um cluster (pelos PIDs) e
 diz, para cada um fora do loopback, o motivo conhecido em :data:`NETWORK_LISTENERS` — ou
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
 
 #: O que um cluster local ainda abre fora do loopback, e por quê (medido no Ray 2.60;
-#: ``tests/test_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
+#: ``tests/test_cluster_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
 #: ``ray start`` troca ``--node-ip-address=127.0.0.1`` (e o ``127.0.0.1`` de ``--address`` e
 #: de ``ray.init``) pelo IP da máquina na rede, e os serviços escutam nesse IP ou em todas as
 #: interfaces. Um nó principal com IP 127.0.0.1 escutaria só em loopback, mas nenhum worker

@@ -168,14 +168,14 @@ def test_silent_address_fails_within_the_connect_timeout():
 
 
 @pytest.fixture(scope="module")
-def running():
-    with cluster.LocalCluster(num_workers=1, dashboard=True, verbose=False) as lc:
-        ray.init(address=lc.address, log_to_driver=False)
-        try:  # processos de trabalho também abrem portas: que existam durante a medida
-            ray.get([_node_of.remote() for _ in range(2)], timeout=120)
-        finally:
-            ray.shutdown()
-        yield lc
+def running(local_cluster):
+    """O cluster local da sessão (``tests/conftest.py``), com processos de trabalho no ar."""
+    ray.init(address=local_cluster.address, log_to_driver=False)
+    try:  # processos de trabalho também abrem portas: que existam durante a medida
+        ray.get([_node_of.remote() for _ in range(2)], timeout=120)
+    finally:
+        ray.shutdown()
+    return local_cluster
 
 
 @ray.remote(num_cpus=1)
