@@ -115,6 +115,11 @@ def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- de ponta a ponta, escala smoke
 
 
+#: limite do benchmark smoke inteiro (as 4 seções, ~4 min num 2 núcleos quieto); vale para o
+#: preparo da fixture, que o pytest-timeout conta no primeiro teste que a usa
+SMOKE_BENCH_LIMIT_S = 600
+
+
 @pytest.fixture(scope="module")
 def smoke_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
@@ -135,13 +140,14 @@ def smoke_report(tmp_path_factory):
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=SMOKE_BENCH_LIMIT_S - 30,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SMOKE_BENCH_LIMIT_S)
 def test_smoke_run_has_every_row(smoke_report):
     out, stdout = smoke_report
     rows = _rows(out / "resultados.csv")
@@ -161,6 +167,7 @@ def test_smoke_run_has_every_row(smoke_report):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SMOKE_BENCH_LIMIT_S)
 def test_smoke_run_bounds_are_consistent(smoke_report):
     out, _ = smoke_report
     rows = [r for r in _rows(out / "resultados.csv") if r["limite"]]
