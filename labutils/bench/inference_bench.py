@@ -9,6 +9,12 @@ O modelo é a CNN da lição 05 com pesos aleatórios (``create_model``): a vaz�
 pesos. Imagens: o mock do tfds na escala ``smoke``; na ``full``, o teste real do CIFAR-100 de
 ``data/`` repetido até ``inference_images``; sem ele, nada é medido, a não ser com
 ``--synthetic-data`` (imagens aleatórias do mesmo tamanho, e o relatório diz isso).
+
+Ray Data: a linha "do início ao fim" inclui subir os atores (importar o TF, carregar o modelo) e
+o Parquet; a linha "com os atores no ar" é a mesma execução medida pelos relógios do
+``Predictor`` (do início do 1º lote ao fim do último). No Ray 2.60 o leitor novo do
+``read_parquet`` (DataSourceV2) subia 32 atores ``FooterReader`` e entregava 1 bloco só ao pool
+(smoke: 35 imagens/s, ~30 s por execução); ``inference_ray.read_images`` usa o leitor V1.
 """
 
 from __future__ import annotations
