@@ -60,6 +60,9 @@ class Sizes:
     inference_batch_sweep: tuple[int, ...]
     inference_actors: int | None
     inference_train_epochs: int
+    #: lotes que o degrau das tarefas que recarregam o modelo classifica (uma fatia do fluxo:
+    #: cada lote custa uma recarga, e o fluxo inteiro levaria minutos)
+    inference_task_batches: int
 
     @property
     def is_smoke(self) -> bool:
@@ -85,6 +88,7 @@ _SIZES = {
         inference_batch_sweep=(16, 64, 256, 1024),
         inference_actors=None,
         inference_train_epochs=2,
+        inference_task_batches=16,
     ),
     "smoke": Sizes(
         scale="smoke",
@@ -104,6 +108,7 @@ _SIZES = {
         inference_batch_sweep=(16, 64, 256),
         inference_actors=2,
         inference_train_epochs=1,
+        inference_task_batches=4,
     ),
 }
 

@@ -195,8 +195,15 @@ class Predictor:
         return top1(self.model.predict_on_batch(images.astype(np.float32) / 255.0))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Lote do Ray Data. ``t_start``/``t_end``: relógio (``time.time``) do início e do fim
+        deste lote, repetido em cada linha: medem a vazão com os atores já no ar; ``load_s``: quanto
+        o construtor deste ator levou (importar o TF, carregar e compilar o modelo)."""
+        start = time.time()
         labels, confidence = self.predict(decode(batch["image"]))
-        return {"id": batch["id"], "label": labels, "confidence": confidence}
+        n, end = len(labels), time.time()
+        stamps = {"t_start": start, "t_end": end, "load_s": self.load_s}
+        out = {"id": batch["id"], "label": labels, "confidence": confidence}
+        return out | {k: np.full(n, v) for k, v in stamps.items()}
 
     def info(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "threads": self.threads, "load_s": self.load_s}
