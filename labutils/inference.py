@@ -1,6 +1,6 @@
 """Inferência em lote em paralelo (lição 06): a CNN do CIFAR-100 classificando muitas imagens.
 
-A escada: um processo (``model.predict``) → tarefas Ray que recarregam o modelo a cada chamada →
+A escada: um processo (``predict_on_batch`` lote a lote) → tarefas Ray que recarregam o modelo a cada chamada →
 atores que carregam o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` → Parquet).
 Cada processo de trabalho calcula com ``threads`` threads (``configure_threads``), o número de CPUs
 que reserva no Ray. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa):
@@ -167,8 +167,14 @@ def top1(probs: Any) -> Preds:
 
 
 def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
-    """:func:`top1` de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``)."""
-    return top1(model.predict(images.astype(np.float32) / 255.0, batch_size=batch_size, verbose=0))
+    """:func:`top1` de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``), lote a lote
+    com ``predict_on_batch`` — a mesma chamada dos atores, para a comparação ser justa. (O
+    ``model.predict`` do Keras monta um pipeline de dados a cada chamada: medido aqui, com 1
+    thread, 4 248 imagens/s contra 6 403 do ``predict_on_batch``.)"""
+    images = images.astype(np.float32) / 255.0
+    parts = [top1(model.predict_on_batch(images[i : i + batch_size]))
+             for i in range(0, len(images), batch_size)]  # fmt: skip
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:

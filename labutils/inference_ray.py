@@ -56,12 +56,12 @@ class Rung:
 
 
 def run_single(model: Any, images: np.ndarray, batch_size: int, name: str = "") -> Rung:
-    """Degrau 1: ``model.predict`` neste processo (depois de um lote de aquecimento)."""
+    """Degrau 1: este processo classifica lote a lote (depois de um lote de aquecimento)."""
     predict_labels(model, images[:batch_size], batch_size)  # 1ª chamada compila o grafo
     start = time.perf_counter()
     labels, confidence = predict_labels(model, images, batch_size)
     seconds = time.perf_counter() - start
-    return Rung(name or "1 processo (model.predict)", len(images), seconds, labels, confidence)
+    return Rung(name or "1 processo (predict_on_batch)", len(images), seconds, labels, confidence)
 
 
 def _single_in_worker(blob: bytes, images: np.ndarray, batch_size: int, threads: int) -> Any:

@@ -33,7 +33,7 @@ from labutils.config import child_env, pick, sizes
 SECTION = "Inferência em lote (lição 06)"
 IPS = "imagens/s"
 ROWS = {
-    "single": "1 processo, 1 thread (model.predict)",
+    "single": "1 processo, 1 thread (predict_on_batch)",
     "all_threads": "1 processo, threads padrão do TF",
     "tasks": "tarefas Ray que recarregam o modelo",
     "pool": "pool de atores (modelo carregado 1 vez)",
