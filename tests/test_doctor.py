@@ -158,6 +158,7 @@ def test_ray_without_dashboard_dependencies_blocks(monkeypatch):
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
+    monkeypatch.delitem(sys.modules, "aiohttp_cors", raising=False)  # já importado conta como presente
     monkeypatch.setattr(
         importlib.util,
         "find_spec",

@@ -29,6 +29,9 @@ NETWORK_LISTENERS = {
     "ray::": "processos de trabalho (--worker-port-list): escutam no IP do nó",
     "autoscaler/_private/monitor.py": "monitor do autoscaler (métricas): escuta em todas as "
     "interfaces, sem opção no `ray start`",
+    "ray-dashboard-ServeHead": "módulo Serve do painel, num subprocesso que o painel inicia quando "
+    "a interface pede dados do Serve: ele se conecta ao Ray como um driver, e o core worker do "
+    "driver escuta em todas as interfaces (achado pelo teste de navegador, que abre o painel)",
 }
 
 

@@ -8,6 +8,7 @@ API privada do Ray, que muda entre versões.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from functools import lru_cache
 from importlib import metadata
 
@@ -55,8 +56,19 @@ def dashboard_missing(extra: str = DASHBOARD_EXTRA) -> list[str]:
         except metadata.PackageNotFoundError:
             missing.append(dep.name)
             continue
-        missing += [m for m in modules if importlib.util.find_spec(m) is None]
+        missing += [m for m in modules if not _importable(m)]
     return sorted(set(missing))
+
+
+def _importable(module: str) -> bool:
+    """O módulo existe? Um já importado conta, mesmo sem ``__spec__`` (o ``find_spec`` levanta
+    ``ValueError`` nesse caso: o Ray troca o ``colorful`` por um módulo próprio ao iniciar)."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def check_ray() -> Row:
