@@ -170,9 +170,9 @@ def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
     """:func:`top1` de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``), lote a lote
     com ``predict_on_batch`` — a mesma chamada dos atores, para a comparação ser justa. (O
     ``model.predict`` do Keras monta um pipeline de dados a cada chamada: medido aqui, com 1
-    thread, 4 248 imagens/s contra 6 403 do ``predict_on_batch``.)"""
-    images = images.astype(np.float32) / 255.0
-    parts = [top1(model.predict_on_batch(images[i : i + batch_size]))
+    thread, 4 248 imagens/s contra 6 403 do ``predict_on_batch``.) Converte para float lote a
+    lote: converter 100 mil imagens de uma vez deu 1 112 imagens/s, contra 7 740 assim."""
+    parts = [top1(model.predict_on_batch(images[i : i + batch_size].astype(np.float32) / 255.0))
              for i in range(0, len(images), batch_size)]  # fmt: skip
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
