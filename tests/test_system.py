@@ -60,3 +60,14 @@ def test_ports_free_in_use_and_reachable():
         assert system.reachable("127.0.0.1", port, timeout=2) is None
     assert not system.port_in_use(port, host="127.0.0.1")
     assert isinstance(system.reachable("127.0.0.1", port, timeout=2), OSError)
+
+
+def test_alive_sees_a_running_process_and_waits_for_it_to_end():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert system.alive({proc.pid}) == {proc.pid}
+        proc.terminate()
+        assert system.alive({proc.pid, 2**22 + 7}, wait_s=5) == set()  # morto e inexistente
+    finally:
+        proc.kill()
+        proc.wait()

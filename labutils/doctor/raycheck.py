@@ -62,7 +62,8 @@ def dashboard_missing(extra: str = DASHBOARD_EXTRA) -> list[str]:
 
 def _importable(module: str) -> bool:
     """O módulo existe? Um já importado conta, mesmo sem ``__spec__`` (o ``find_spec`` levanta
-    ``ValueError`` nesse caso: o Ray troca o ``colorful`` por um módulo próprio ao iniciar)."""
+    ``ValueError`` nesse caso: o ``colorful``, que o Ray importa, põe em ``sys.modules`` um objeto
+    próprio no lugar do módulo)."""
     if module in sys.modules:
         return True
     try:
