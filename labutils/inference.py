@@ -1,7 +1,7 @@
 """Inferência em lote em paralelo (lição 06): a CNN do CIFAR-100 classificando muitas imagens.
 
-A escada: um processo (``predict_on_batch`` lote a lote) → tarefas Ray que recarregam o modelo a cada chamada →
-atores que carregam o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` → Parquet).
+A escada: um processo (``predict_on_batch`` lote a lote) → tarefas Ray que recarregam o modelo
+a cada chamada → atores que carregam o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` → Parquet).
 Cada processo de trabalho calcula com ``threads`` threads (``configure_threads``), o número de CPUs
 que reserva no Ray. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa):
 recebem o modelo em bytes e as imagens em arrays ou arquivos Parquet.
@@ -172,9 +172,14 @@ def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
     ``model.predict`` do Keras monta um pipeline de dados a cada chamada: medido aqui, com 1
     thread, 4 248 imagens/s contra 6 403 do ``predict_on_batch``.) Converte para float lote a
     lote: converter 100 mil imagens de uma vez deu 1 112 imagens/s, contra 7 740 assim."""
-    parts = [top1(model.predict_on_batch(images[i : i + batch_size].astype(np.float32) / 255.0))
+    parts = [predict_batch(model, images[i : i + batch_size])
              for i in range(0, len(images), batch_size)]  # fmt: skip
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def predict_batch(model: Any, images: np.ndarray) -> Preds:
+    """Um lote ``uint8``: normaliza, ``predict_on_batch`` e :func:`top1` (a chamada de todo degrau)."""
+    return top1(model.predict_on_batch(images.astype(np.float32) / 255.0))
 
 
 def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:
@@ -198,7 +203,7 @@ class Predictor:
         self.load_s = time.perf_counter() - start
 
     def predict(self, images: np.ndarray) -> Preds:
-        return top1(self.model.predict_on_batch(images.astype(np.float32) / 255.0))
+        return predict_batch(self.model, images)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Lote do Ray Data. ``t_start``/``t_end``: relógio (``time.time``) do início e do fim

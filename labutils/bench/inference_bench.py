@@ -167,11 +167,11 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
             results["data_steady"].append(rungs["data"].extra["steady_images_per_s"])
             startup_s = rungs["data"].extra["startup_s"]
         threads = int(rungs["all_threads"].extra["threads"])
-        speedup_bound = inference.speedup_bound
         cores = len(os.sched_getaffinity(0))
+        pooled = inference.speedup_bound(actors_n, 1)  # processos de 1 thread lado a lado
         bounds = {
             "all_threads": inference.speedup_bound(1, threads),
-            **dict.fromkeys(("tasks", "pool", "data", "data_steady"), speedup_bound(actors_n, 1)),
+            **dict.fromkeys(("tasks", "pool", "data", "data_steady"), pooled),
         }
         meta = {"images": len(stream), "batch": batch, "source": source, "threads": threads,
                 "task_images": len(task_images), "reload_s": reload_s, "actors": actors_n,
