@@ -5,6 +5,7 @@
 - :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
   (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
 - :func:`run_tuner` e :func:`tune_table`: o ``Tuner`` com 1 CPU por trial, resultados em tabela;
+  :func:`first_trial_delay`: quanto o Tune levou até o 1º trial começar;
 - :func:`grid_search_cv`: ``GridSearchCV`` com a mesma divisão treino/validação (``PredefinedSplit``);
 - :func:`check_same_search` (``AssertionError`` se duas buscas discordam) e :func:`speedup_table`.
 """
@@ -109,9 +110,10 @@ def forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
 
     from labutils.search import fit_and_score
 
+    inicio = time.time()  # quando o trial começou: ver first_trial_delay
     n, d = forest_params(config)
     _, _, mse, seconds = fit_and_score(n, d, *data, random_state=RANDOM_STATE)
-    tune.report({"mse": mse, "segundos": seconds, "arvores": n})
+    tune.report({"mse": mse, "segundos": seconds, "arvores": n, "inicio": inicio})
 
 
 def grow_forest(max_depth: int, n_estimators: int, step: int, data: Sequence[Any]):
@@ -140,9 +142,10 @@ def growing_forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> 
     """Um trial que cresce: reporta o MSE a cada ``passo`` árvores; o ASHA pode pará-lo antes."""
     from ray import tune
 
+    inicio = time.time()
     n, d = forest_params(config)
     for trees, mse, seconds in grow_forest(d, n, int(config["passo"]), data):
-        tune.report({"mse": mse, "segundos": seconds, "arvores": trees})
+        tune.report({"mse": mse, "segundos": seconds, "arvores": trees, "inicio": inicio})
 
 
 # ---------------------------------------------------------------- o Tuner
@@ -208,6 +211,14 @@ def run_tuner(
     # o Tune imprime um quadro e caminhos a cada busca mesmo com verbose=0: a barra basta
     with contextlib.redirect_stdout(io.StringIO()):
         return tuner.fit()
+
+
+def first_trial_delay(result_grid: Any, fit_started: float) -> float:
+    """Segundos entre chamar ``Tuner.fit()`` (``fit_started``, um ``time.time()``) e o início do
+    1º trial (a métrica ``inicio``): o custo fixo do Tune antes de treinar qualquer coisa, isto é,
+    subir o laço do Tune e os atores dos trials. Num cluster, relógios de nós diferentes podem
+    diferir em alguns milissegundos."""
+    return float(result_grid.get_dataframe()["inicio"].min() - fit_started)
 
 
 def tune_table(result_grid: Any) -> Any:

@@ -75,14 +75,26 @@ def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
     return combine_chunks(parts, data[3])
 
 
-def run_tune(grid, data, n_samples) -> list[tuple[int, int, float, float]]:
-    """A grade como ``Tuner`` (lição 03); os resultados do Tune vão para uma pasta temporária."""
-    from labutils.tuning import forest_trainable, grid_space, run_tuner, tune_table
+def run_tune(grid, data, n_samples, delays=None) -> list[tuple[int, int, float, float]]:
+    """A grade como ``Tuner`` (lição 03); os resultados do Tune vão para uma pasta temporária.
+
+    ``delays``: se for uma lista, recebe quantos segundos o 1º trial levou para começar.
+    """
+    from labutils.tuning import (
+        first_trial_delay,
+        forest_trainable,
+        grid_space,
+        run_tuner,
+        tune_table,
+    )
 
     order = most_expensive_first(grid, n_samples)
     with tempfile.TemporaryDirectory(prefix="labutils-bench-tune-") as storage:
+        started = time.time()
         result = run_tuner(forest_trainable, grid_space(order), data, name="bench", storage=storage)
         table = tune_table(result)
+    if delays is not None:
+        delays.append(first_trial_delay(result, started))
     return [(int(n), int(d), float(m), float(s)) for n, d, m, _, s in table.values.tolist()]
 
 
