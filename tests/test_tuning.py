@@ -98,3 +98,13 @@ def test_speedup_table():
     assert np.isnan(df["limite"].iloc[0])  # o laço é a referência, sem limite
     assert df["limite"].iloc[1] == pytest.approx(10 / 5)
     assert df["% do limite"].iloc[1] == pytest.approx(100.0)
+
+
+def test_first_trial_delay_is_measured_to_the_earliest_trial():
+    import pandas as pd
+
+    class Grid:  # o que first_trial_delay usa de um ResultGrid
+        def get_dataframe(self):
+            return pd.DataFrame({"inicio": [105.0, 102.5, 110.0]})
+
+    assert tuning.first_trial_delay(Grid(), 100.0) == pytest.approx(2.5)
