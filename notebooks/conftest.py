@@ -7,7 +7,7 @@
   executado do início ao fim num kernel novo e, logo depois, **de novo no mesmo kernel** — como
   um aluno que roda tudo outra vez. Os itens da segunda passada se chamam ``Rerun N``.
   Exceto os de :data:`RUN_ONCE`, que sobem clusters locais, treinos multi-worker ou vários
-  processos com TensorFlow: a segunda passada deles custaria ~5 min a mais nos 24,6 min de
+  processos com TensorFlow: a segunda passada deles custaria ~5 min a mais nos 23–25 min de
   pytest medidos num clone novo em 2 núcleos. ``LABUTILS_NBVAL_RERUN=all`` roda também esses duas vezes.
 - Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
   de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
