@@ -15,6 +15,8 @@ import os
 import secrets
 import sys
 
+import pytest
+
 os.environ.setdefault("LABUTILS_SCALE", "smoke")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("RAY_AUTH_MODE", "token")
@@ -120,7 +122,7 @@ def pytest_configure(config):
 
 def pytest_sessionfinish(session, exitstatus):
     _check_leftovers(session)
-    _EXIT_STATUS["code"] = int(session.exitstatus)
+    session.config.stash[EXIT_STATUS] = int(session.exitstatus)
 
 
 def _check_leftovers(session):
@@ -138,10 +140,10 @@ def _check_leftovers(session):
     session.exitstatus = 1
 
 
-
 # ---------------------------------------------------------------- saída sem o teardown nativo
 
-_EXIT_STATUS: dict[str, int] = {}
+#: o código de saída da sessão, guardado no pytest_sessionfinish para o pytest_unconfigure
+EXIT_STATUS = pytest.StashKey[int]()
 
 
 def pytest_unconfigure(config):
@@ -152,7 +154,7 @@ def pytest_unconfigure(config):
     make falhou (139). Resumo e JUnit já estão gravados aqui; só o fim do Python é pulado.
     ``LABUTILS_HARD_EXIT=0`` desliga.
     """
-    if "code" in _EXIT_STATUS and os.environ.get("LABUTILS_HARD_EXIT", "1") != "0":
+    if EXIT_STATUS in config.stash and os.environ.get("LABUTILS_HARD_EXIT", "1") != "0":
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(_EXIT_STATUS["code"])
+        os._exit(config.stash[EXIT_STATUS])
