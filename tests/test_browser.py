@@ -36,6 +36,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from processes import descendants, describe
+
+from labutils import system
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -63,23 +66,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def descendants(pid: int) -> set[int]:
-    with contextlib.suppress(psutil.Error):
-        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
-    return set()
-
-
-def alive(pids: set[int]) -> list[str]:
-    """Descrição dos processos da lista que ainda estão vivos (zumbis não contam)."""
-    out = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(pid)
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(f"{pid} {' '.join(proc.cmdline())[:120]}")
-    return out
 
 
 def kill_tree(proc: subprocess.Popen, pids: set[int], timeout: float = 15) -> None:
@@ -174,10 +160,8 @@ def browser() -> Iterator:
             yield chromium
         finally:
             chromium.close()
-    deadline = time.monotonic() + 10
-    while alive(started) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not alive(started), f"processos do navegador ficaram vivos: {alive(started)}"
+    system.alive(started, wait_s=10)
+    assert not describe(started), f"processos do navegador ficaram vivos: {describe(started)}"
 
 
 def code_cells(path: Path) -> int:
@@ -273,10 +257,8 @@ def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[st
         seen |= descendants(server.pid) | {server.pid}
         kill_tree(server, seen)
         log.close()
-        deadline = time.monotonic() + 10
-        while alive(seen) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not alive(seen), f"processos do JupyterLab ficaram vivos: {alive(seen)}"
+        system.alive(seen, wait_s=10)
+        assert not describe(seen), f"processos do JupyterLab ficaram vivos: {describe(seen)}"
 
 
 def listed_notebooks(page) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -15,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from processes import kill_tree
 
 from labutils import multiworker
 from labutils.multiworker import checks
@@ -429,18 +429,6 @@ def _node_process(pid: int, ours: set[int]):
     return None
 
 
-def _kill_tree(node) -> None:
-    """SIGKILL no nó inteiro, como uma máquina que desliga: o ``ray start`` e os descendentes
-    (raylet, agentes e os workers, que o Ray põe em grupos de processos próprios)."""
-    import psutil
-
-    procs = [node, *node.children(recursive=True)]
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
-    psutil.wait_procs(procs, timeout=10)
-
-
 def test_attempts_and_redone_epochs_are_counted_from_the_log():
     log = [{"epoch": e, "pid": 1} for e in (1, 2)] + [{"epoch": e, "pid": 2} for e in (3, 4)]
     assert _attempts(log) == [[1, 2], [3, 4]]
@@ -487,7 +475,7 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
                 for entry in entries:
                     node = _node_process(entry["pid"], cluster.pids)
                     if node is not None and "--head" not in node.cmdline():
-                        _kill_tree(node)
+                        kill_tree(node)
                         killed = entry
                         break
             out, _ = driver.communicate(timeout=max(1, deadline - time.monotonic()))

@@ -16,8 +16,8 @@ import types
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
+from processes import kill_tree
 
 from labutils import search
 
@@ -72,22 +72,6 @@ def _driver(csv_path: Path) -> subprocess.Popen:
     )
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL no driver e em todos os processos que ELE criou (o Ray dele), por pid."""
-    try:
-        family = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        family = []
-    proc.kill()
-    proc.wait(timeout=30)
-    for child in family:
-        try:
-            child.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(family, timeout=30)
-
-
 def _rows(path: Path) -> int:
     return len(search.read_results(path)) if path.exists() else 0
 
@@ -103,7 +87,7 @@ def test_killed_driver_resumes_without_losing_or_repeating(tmp_path):
             assert time.monotonic() < deadline, "a busca não gravou resultados em 130 s"
             time.sleep(0.05)
     finally:
-        _kill_tree(proc)
+        kill_tree(proc)
     before = search.read_results(csv_path)
     assert KILL_AFTER <= len(before) < len(GRID), "o driver deveria morrer no meio da busca"
 
@@ -111,7 +95,7 @@ def test_killed_driver_resumes_without_losing_or_repeating(tmp_path):
     try:
         out, _ = proc.communicate(timeout=150)
     finally:
-        _kill_tree(proc)
+        kill_tree(proc)
     assert proc.returncode == 0 and "BUSCA COMPLETA" in out, out[-3000:]
 
     after = search.read_results(csv_path)

@@ -18,6 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from labutils import system
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LEAKY_TEST = textwrap.dedent(
@@ -39,13 +41,6 @@ def _fake_raylet(folder: Path) -> Path:
     fake = folder / "raylet"
     shutil.copy(shutil.which("sleep"), fake)
     return fake
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 @pytest.fixture
@@ -81,11 +76,11 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
         assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert "processos do Ray deixados pelos testes" in proc.stdout
         assert f"{leaked}:" in proc.stdout
-        assert not _alive(leaked), "o raylet deixado pela sessão continua vivo"
-        assert _alive(foreign_raylet.pid), "a limpeza matou um Ray que não era da sessão"
+        assert not system.alive({leaked}), "o raylet deixado pela sessão continua vivo"
+        assert system.alive({foreign_raylet.pid}), "a limpeza matou um Ray que não era da sessão"
         assert f"{foreign_raylet.pid}:" not in proc.stdout
     finally:
-        if _alive(leaked):
+        if system.alive({leaked}):
             psutil.Process(leaked).kill()
 
 
