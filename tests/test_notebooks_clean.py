@@ -31,3 +31,31 @@ def test_notebooks_are_numbered_and_use_python3():
         assert re.match(r"^\d{2}_[a-z0-9_]+\.ipynb$", nb.name), nb.name
         meta = json.loads(nb.read_text())["metadata"]
         assert meta["kernelspec"]["name"] == "python3", nb.name
+
+
+IMPORT_RAY = re.compile(r"^\s*(import ray\b|from ray\b)", re.M)
+IMPORT_LABUTILS = re.compile(r"^\s*(import labutils\b|from labutils\b)", re.M)
+
+
+def first_import(cells: list[dict], pattern: re.Pattern) -> tuple[int, int] | None:
+    """``(célula, posição na célula)`` do primeiro import que casa com ``pattern``."""
+    for index, cell in enumerate(cells):
+        source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+        found = pattern.search(source)
+        if found:
+            return index, found.start()
+    return None
+
+
+def test_labutils_is_imported_before_ray():
+    """O ``import labutils`` liga a autenticação por token (``RAY_AUTH_MODE``) antes de o Ray ser
+    carregado. Com o ``ray`` importado antes, o kernel roda o Ray sem token e mostra um aviso.
+    No CI isso passaria despercebido: o conftest da raiz já exporta a variável para os kernels,
+    e num ``make lab`` ela não existe."""
+    wrong = []
+    for nb in NOTEBOOKS:
+        cells = json.loads(nb.read_text())["cells"]
+        ray = first_import(cells, IMPORT_RAY)
+        if ray is not None and (first_import(cells, IMPORT_LABUTILS) or (1e9,)) > ray:
+            wrong.append(nb.name)
+    assert not wrong, f"importe labutils antes do ray, numa célula própria (lição 04): {wrong}"
