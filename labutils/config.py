@@ -52,6 +52,8 @@ class Sizes:
     asha_depths: tuple[int, ...]
     asha_trees: int
     asha_step: int
+    #: lição 03, seção opcional: trials do Optuna (um algoritmo de busca) nas faixas da grade
+    optuna_trials: int
     #: lição 06 (inferência em lote): imagens do fluxo classificado, lote de cada chamada ao
     #: modelo, lotes da varredura, atores (``None`` = quantos couberem nas CPUs livres) e épocas
     #: do treino rápido quando a lição 05 não deixou um modelo salvo
@@ -83,6 +85,7 @@ _SIZES = {
         asha_depths=(30, 20, 16, 12, 8, 4),
         asha_trees=300,
         asha_step=50,
+        optuna_trials=12,
         inference_images=100_000,
         inference_batch=256,
         inference_batch_sweep=(16, 64, 256, 1024),
@@ -103,6 +106,7 @@ _SIZES = {
         asha_depths=(8, 6, 4, 2),
         asha_trees=20,
         asha_step=5,
+        optuna_trials=6,
         inference_images=1_024,
         inference_batch=128,
         inference_batch_sweep=(16, 64, 256),

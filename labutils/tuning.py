@@ -1,6 +1,7 @@
 """Lição 03: a mesma busca da lição 02 com Ray Tune e com o scikit-learn sobre o Ray (joblib).
 
 - :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
+  :func:`range_space`: as faixas que a grade cobre, para um algoritmo de busca (Optuna);
 - :func:`forest_trainable`: um trial = uma configuração, o MSE na validação reportado ao Tune;
 - :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
   (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
@@ -42,6 +43,19 @@ def grid_space(grid: Sequence[Any]) -> dict[str, Any]:
 
     pairs = validate_grid(grid)
     return {PAIR_KEY: tune.grid_search([{"n_estimators": n, "max_depth": d} for n, d in pairs])}
+
+
+def range_space(grid: Sequence[Any]) -> dict[str, Any]:
+    """Faixas inteiras que cobrem a grade (do menor ao maior valor de cada hiperparâmetro, os dois
+    inclusive), para um algoritmo de busca escolher os pontos: ``tune.randint`` exclui o limite
+    superior, por isso o ``+ 1``."""
+    from ray import tune
+
+    pairs = validate_grid(grid)
+    return {
+        key: tune.randint(min(p[i] for p in pairs), max(p[i] for p in pairs) + 1)
+        for i, key in enumerate(FOREST_KEYS)
+    }
 
 
 def _possible_values(key: str, spec: Any) -> list[Any]:
@@ -178,11 +192,16 @@ def run_tuner(
     *,
     name: str,
     scheduler: Any = None,
+    search_alg: Any = None,
+    num_samples: int = 1,
     n_trials: int | None = None,
     storage: Path | str | None = None,
 ) -> Any:
     """Roda o ``Tuner`` (1 CPU por trial, tantos trials ao mesmo tempo quantos CPUs) e devolve o
     ``ResultGrid``. O espaço é conferido antes; os resultados ficam em ``results/tune/<name>``.
+
+    ``search_alg`` (ex.: ``OptunaSearch()``) escolhe os pontos do espaço, ``num_samples`` vezes; a
+    métrica e o modo vêm daqui (``mse``, ``min``). ``n_trials``: o total da barra de progresso.
     """
     import ray
     from ray import tune
@@ -198,6 +217,8 @@ def run_tuner(
             metric="mse",
             mode="min",
             scheduler=scheduler,
+            search_alg=search_alg,
+            num_samples=num_samples,
             max_concurrent_trials=max(1, cores),
             reuse_actors=True,
         ),
