@@ -1,4 +1,4 @@
-"""Lição 03: a mesma busca da lição 02 com Ray Tune e com o scikit-learn sobre o Ray (joblib).
+"""Lição 03: a mesma busca da lição 02 com Ray Tune (e as conferências entre buscas).
 
 - :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
   :func:`range_space`: as faixas que a grade cobre, para um algoritmo de busca (Optuna);
@@ -7,7 +7,7 @@
   (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
 - :func:`run_tuner` e :func:`tune_table`: o ``Tuner`` com 1 CPU por trial, resultados em tabela;
   :func:`first_trial_delay`: quanto o Tune levou até o 1º trial começar;
-- :func:`grid_search_cv`: ``GridSearchCV`` com a mesma divisão treino/validação (``PredefinedSplit``);
+- o ``GridSearchCV`` (scikit-learn sobre o Ray pelo joblib) fica em :mod:`labutils.gridsearch`;
 - :func:`check_same_search` (``AssertionError`` se duas buscas discordam) e :func:`speedup_table`.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,8 +29,6 @@ RANDOM_STATE = 42
 #: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade
 PAIR_KEY = "floresta"
 FOREST_KEYS = ("n_estimators", "max_depth")
-# o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
-logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
 
 
 # ---------------------------------------------------------------- o espaço de busca
@@ -253,44 +250,6 @@ def tune_table(result_grid: Any) -> Any:
     out = df[[*cols, "mse", "arvores", "segundos"]].copy()
     out.columns = [*FOREST_KEYS, "mse", "arvores", "segundos"]
     return out.sort_values("mse", kind="stable").reset_index(drop=True)
-
-
-# ---------------------------------------------------------------- scikit-learn + joblib
-
-
-def grid_search_cv(grid: Sequence[Any], data: Sequence[Any], *, n_jobs: int | None = None):
-    """``GridSearchCV`` na grade, validando SEMPRE em ``(X_val, y_val)`` (``PredefinedSplit``).
-
-    Os candidatos vão na ordem da grade; ``refit=False``: o teste não participa. Use dentro de
-    ``joblib.parallel_backend("ray")`` para espalhar os treinos pelo cluster Ray.
-    """
-    from sklearn.ensemble import RandomForestRegressor
-    from sklearn.model_selection import GridSearchCV, PredefinedSplit
-
-    X_train, y_train, X_val, y_val = data
-    X = np.concatenate([np.asarray(X_train), np.asarray(X_val)])
-    y = np.concatenate([np.asarray(y_train), np.asarray(y_val)])
-    fold = np.r_[np.full(len(X_train), -1), np.zeros(len(X_val), dtype=int)]
-    search = GridSearchCV(
-        RandomForestRegressor(random_state=RANDOM_STATE),
-        [{"n_estimators": [n], "max_depth": [d]} for n, d in validate_grid(grid)],
-        scoring="neg_mean_squared_error",
-        cv=PredefinedSplit(fold),
-        refit=False,
-        n_jobs=n_jobs,
-    )
-    return search.fit(X, y)
-
-
-def cv_rows(search: Any) -> list[tuple[int, int, float, float]]:
-    """``(n_estimators, max_depth, mse na validação, segundos de treino)`` de um GridSearchCV."""
-    res = search.cv_results_
-    return [
-        (int(p["n_estimators"]), int(p["max_depth"]), float(-score), float(fit_s))
-        for p, score, fit_s in zip(
-            res["params"], res["mean_test_score"], res["mean_fit_time"], strict=True
-        )
-    ]
 
 
 # ---------------------------------------------------------------- conferências e comparação

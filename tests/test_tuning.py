@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from ray import tune
 
-from labutils import tuning
+from labutils import gridsearch, tuning
 from labutils.search import fit_and_score
 
 GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
@@ -97,7 +97,7 @@ def test_check_same_search_goes_red_when_broken(local):
 
 
 def test_grid_search_cv_local_matches_the_loop(data, local):
-    rows = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=1))
+    rows = gridsearch.cv_rows(gridsearch.grid_search_cv(GRID, data, n_jobs=1))
     assert [r[:2] for r in rows] == GRID
     tuning.check_same_search("GridSearchCV local", rows, local)
 

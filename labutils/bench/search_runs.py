@@ -103,7 +103,7 @@ def run_joblib_ray(grid, data, n_samples) -> list[tuple[int, int, float, float]]
     import joblib
     from ray.util.joblib import register_ray
 
-    from labutils.tuning import cv_rows, grid_search_cv
+    from labutils.gridsearch import cv_rows, grid_search_cv
 
     register_ray()
     with joblib.parallel_backend("ray"):
