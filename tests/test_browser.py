@@ -68,7 +68,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def kill_tree(proc: subprocess.Popen, pids: set[int], timeout: float = 15) -> None:
+def terminate_tree(proc: subprocess.Popen, pids: set[int], timeout: float = 15) -> None:
     """SIGTERM ao grupo do processo, espera, e SIGKILL no que sobrar (só nos nossos PIDs)."""
     pids = pids | descendants(proc.pid) | {proc.pid}
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -161,7 +161,8 @@ def browser() -> Iterator:
         finally:
             chromium.close()
     system.alive(started, wait_s=10)
-    assert not describe(started), f"processos do navegador ficaram vivos: {describe(started)}"
+    left = describe(started)
+    assert not left, f"processos do navegador ficaram vivos: {left}"
 
 
 def code_cells(path: Path) -> int:
@@ -255,10 +256,11 @@ def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[st
         yield f"{base}/lab?token={token}", lambda: seen.update(descendants(server.pid))
     finally:
         seen |= descendants(server.pid) | {server.pid}
-        kill_tree(server, seen)
+        terminate_tree(server, seen)
         log.close()
         system.alive(seen, wait_s=10)
-        assert not describe(seen), f"processos do JupyterLab ficaram vivos: {describe(seen)}"
+        left = describe(seen)
+        assert not left, f"processos do JupyterLab ficaram vivos: {left}"
 
 
 def listed_notebooks(page) -> list[str]:

@@ -55,7 +55,7 @@ def test_labutils_is_imported_before_ray():
     wrong = []
     for nb in NOTEBOOKS:
         cells = json.loads(nb.read_text())["cells"]
-        ray = first_import(cells, IMPORT_RAY)
-        if ray is not None and (first_import(cells, IMPORT_LABUTILS) or (1e9,)) > ray:
+        ray, labutils = first_import(cells, IMPORT_RAY), first_import(cells, IMPORT_LABUTILS)
+        if ray is not None and (labutils is None or labutils > ray):
             wrong.append(nb.name)
     assert not wrong, f"importe labutils antes do ray, numa célula própria (lição 04): {wrong}"
