@@ -121,7 +121,10 @@ def load_images(scale: str | None = None) -> Images:
 
 
 def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
-    """Grava as imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image`` em bytes)."""
+    """Grava as imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image`` em bytes).
+
+    Sem dicionário: cada imagem é única, e o dicionário padrão do Parquet só custa CPU (medido
+    com 100 mil imagens: ler levou 4,7 s de CPU com ele e 1,5 s sem; gravar, 2,5 s e 0,6 s)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -132,7 +135,8 @@ def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
     ids = np.arange(len(images))
     for k, part in enumerate(np.array_split(ids, files)):
         column = pa.array([images[i].tobytes() for i in part], type=pa.binary())
-        pq.write_table(pa.table({"id": part, "image": column}), folder / f"imagens-{k:04d}.parquet")
+        table = pa.table({"id": part, "image": column})
+        pq.write_table(table, folder / f"imagens-{k:04d}.parquet", use_dictionary=False)
     return folder
 
 
@@ -215,6 +219,15 @@ class Predictor:
         stamps = {"t_start": start, "t_end": end, "load_s": self.load_s}
         out = {"id": batch["id"], "label": labels, "confidence": confidence}
         return out | {k: np.full(n, v) for k, v in stamps.items()}
+
+    def predict_from(self, images: np.ndarray, batch_size: int, start_at: float) -> Any:
+        """Espera até ``start_at`` (``time.time()``) e classifica ``images`` lote a lote, como o
+        processo único: ``(início, fim, rótulos, confiança)``. Atores que recebem a mesma hora
+        começam juntos (a medida de "processos lado a lado", sem Ray Data no caminho)."""
+        time.sleep(max(0.0, start_at - time.time()))
+        start = time.time()
+        labels, confidence = predict_labels(self.model, images, batch_size)
+        return start, time.time(), labels, confidence
 
     def info(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "threads": self.threads, "load_s": self.load_s}

@@ -167,6 +167,22 @@ def run_actor_pool(actors: list[Any], images: np.ndarray, batch_size: int) -> Ru
     return Rung(name, len(images), seconds, labels, confidence, f"lote de {batch_size}")
 
 
+def run_side_by_side(actors: list[Any], images: np.ndarray, batch_size: int) -> Rung:
+    """O limite que a máquina dá na prática: cada ator já carregado recebe sua parte das imagens
+    (no object store antes de medir) e todos começam no mesmo instante; nada mais roda. Mede
+    ``len(images)`` / (fim do último − início do primeiro)."""
+    import ray
+
+    parts = [ray.put(p) for p in np.array_split(images, len(actors))]
+    start_at = time.time() + 0.5  # todos os pedidos chegam antes dessa hora
+    calls = [a.predict_from.remote(p, batch_size, start_at) for a, p in zip(actors, parts, strict=True)]
+    out = ray.get(calls)
+    seconds = max(o[1] for o in out) - min(o[0] for o in out)
+    labels, confidence = (np.concatenate([o[i] for o in out]) for i in (2, 3))
+    name = f"{len(actors)} atores lado a lado (cada um com sua parte, sem Ray Data)"
+    return Rung(name, len(images), seconds, labels, confidence, f"lote de {batch_size}")
+
+
 def run_ray_data(
     blob: bytes, images_dir: Path, out_dir: Path, *, actors: int, batch_size: int,
     threads: int = 1, cpus: float = 1,
@@ -208,6 +224,18 @@ def run_ray_data(
             f"lote; com os atores no ar: {extra['steady_images_per_s']:,.0f} imagens/s")  # fmt: skip
     name = f"Ray Data ({actors} atores)"
     return Rung(name, len(back), seconds, labels, confidence, note, extra)
+
+
+def warm_up_ray_data() -> float:
+    """O 1º uso do Ray Data num processo sobe os atores de sistema dele (estatísticas, autoscaling,
+    localização dos atores: ~14 s de CPU somados, medidos aqui). Rode antes de medir, para que
+    eles não disputem os núcleos com a 1ª medida; devolve os segundos gastos."""
+    import ray
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    start = time.perf_counter()
+    ray.data.range(1).materialize()
+    return time.perf_counter() - start
 
 
 def read_images(images_dir: Path, blocks: int) -> Any:

@@ -101,6 +101,9 @@ def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
     out = predictor({"id": table["id"].to_numpy(), "image": table["image"].to_pylist()})
     inference.check_same_labels(expected, (out["label"], out["confidence"]), "__call__")
     assert predictor.info()["load_s"] > 0
+    start, end, *got = predictor.predict_from(images, BATCH, time.time() + 0.2)
+    inference.check_same_labels(expected, tuple(got), "predict_from")
+    assert end >= start
 
 
 def test_load_images_makes_a_stream_of_the_configured_size():
