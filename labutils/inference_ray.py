@@ -226,16 +226,14 @@ def run_ray_data(
     return Rung(name, len(back), seconds, labels, confidence, note, extra)
 
 
-def warm_up_ray_data() -> float:
+def warm_up_ray_data() -> None:
     """O 1º uso do Ray Data num processo sobe os atores de sistema dele (estatísticas, autoscaling,
     localização dos atores: ~14 s de CPU somados, medidos aqui). Rode antes de medir, para que
-    eles não disputem os núcleos com a 1ª medida; devolve os segundos gastos."""
+    eles não disputem os núcleos com a 1ª medida."""
     import ray
 
     ray.data.DataContext.get_current().enable_progress_bars = False
-    start = time.perf_counter()
     ray.data.range(1).materialize()
-    return time.perf_counter() - start
 
 
 def read_images(images_dir: Path, blocks: int) -> Any:
