@@ -1,5 +1,7 @@
 """As versões fixadas em pyproject.toml e environment.yml são as mesmas, e estão instaladas."""
 
+import subprocess
+import sys
 import tomllib
 from importlib.metadata import version
 from pathlib import Path
@@ -47,3 +49,18 @@ def test_installed_versions_match_the_pins():
         assert req.specifier.contains(version(req.name)), (
             f"{req.name} {version(req.name)} != {line}"
         )
+
+
+def test_importing_ray_does_not_compile_iri_grammars():
+    """Cada processo do Ray importa o jsonschema; o ``rfc3987_syntax`` (jsonschema >= 4.25) custa
+    ~1 s de CPU por processo ao ser importado. Processo novo, como um worker do Ray."""
+    code = (
+        "import sys, ray; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]", (
+        f"`import ray` carregou {out.stdout.strip()}: cada worker do Ray demora ~1 s a mais para "
+        "subir (veja o comentário do jsonschema em pyproject.toml)."
+    )
