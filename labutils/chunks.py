@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from labutils.grid import estimated_cost, most_expensive_first
+from labutils.schedule import list_schedule_makespan
 
 #: maior semente que o scikit-learn sorteia para cada árvore (``sklearn.ensemble._forest.MAX_INT``)
 MAX_INT = np.iinfo(np.int32).max
@@ -56,24 +57,49 @@ def split_trees(n_estimators: int, n_chunks: int) -> list[tuple[int, int]]:
 
 
 def plan_chunks(
-    grid: Iterable[Any], cores: int, chunks_per_core: int = 4, n_samples: int | None = None
+    grid: Iterable[Any],
+    cores: int,
+    chunks_per_core: int = 4,
+    n_samples: int | None = None,
+    *,
+    tolerance: float = 0.01,
 ) -> list[Chunk]:
     """Blocos de custo parecido para toda a grade, os mais caros primeiro.
 
-    O custo-alvo de um bloco é ``custo total / (núcleos × chunks_per_core)``: cada configuração
-    vira tantos blocos quantos couberem no seu custo (ao menos um).
+    Com ``k`` blocos por núcleo, o custo-alvo de um bloco é ``custo total / (núcleos × k)``, e cada
+    configuração vira tantos blocos quantos couberem no seu custo (ao menos um). Blocos iguais
+    ainda podem deixar um núcleo parado no fim da fila, à espera do último bloco do outro; por
+    isso simulamos a fila com os custos estimados (:func:`list_schedule_makespan`) e, a partir
+    de ``k = chunks_per_core``, usamos o primeiro ``k`` (até ``8 × chunks_per_core``) em que o
+    núcleo mais carregado fica a menos de ``tolerance`` do ideal ``custo total / núcleos``; se
+    nenhum chegar lá, o mais equilibrado deles.
     """
     checked = most_expensive_first(grid, n_samples)
     if cores <= 0 or chunks_per_core <= 0:
         raise ValueError(
             f"cores e chunks_per_core devem ser positivos, recebi {cores} e {chunks_per_core}."
         )
+    best: tuple[float, list[Chunk]] | None = None
+    for per_core in range(chunks_per_core, 8 * chunks_per_core + 1):
+        chunks = _chunks_at(checked, cores * per_core, n_samples)
+        costs = [estimated_cost(c.n_trees, c.max_depth, n_samples) for c in chunks]
+        makespan = list_schedule_makespan(costs, cores)
+        if best is None or makespan < best[0]:
+            best = (makespan, chunks)
+        if makespan <= (1 + tolerance) * sum(costs) / cores:
+            break
+    return best[1]
+
+
+def _chunks_at(checked: list[tuple[int, int]], n_chunks: int, n_samples: int | None) -> list[Chunk]:
+    """Cerca de ``n_chunks`` blocos de custo parecido, do mais caro para o mais barato."""
     costs = [estimated_cost(n, d, n_samples) for n, d in checked]
-    target = sum(costs) / (cores * chunks_per_core)
-    chunks = []
-    for (n, d), cost in zip(checked, costs, strict=True):
-        for first, size in split_trees(n, max(1, round(cost / target))):
-            chunks.append(Chunk(n, d, first, size))
+    target = sum(costs) / n_chunks
+    chunks = [
+        Chunk(n, d, first, size)
+        for (n, d), cost in zip(checked, costs, strict=True)
+        for first, size in split_trees(n, max(1, round(cost / target)))
+    ]
     return sorted(
         chunks, key=lambda c: estimated_cost(c.n_trees, c.max_depth, n_samples), reverse=True
     )

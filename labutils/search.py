@@ -6,12 +6,12 @@ mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas n
 - :func:`split_train_validation_test`: treino / validação / teste, a mesma divisão nas lições 02 e
   03 (escolhe-se na validação; o teste é usado uma vez, no fim);
 - :func:`fit_and_score`: treina uma Random Forest e devolve ``(n, profundidade, mse, segundos)``;
-- :func:`speedup_bound` e :func:`list_schedule_makespan`: o que o hardware permite e o que uma
-  ordem de envio consegue.
 
 Este módulo também reexporta, para as lições importarem de um lugar só:
 
 - de :mod:`labutils.grid`: :func:`validate_grid` e :func:`most_expensive_first`;
+- de :mod:`labutils.schedule`: :func:`speedup_bound` e :func:`list_schedule_makespan`, o que o
+  hardware permite e o que uma ordem de envio consegue;
 - de :mod:`labutils.chunks`: a floresta dividida em blocos de árvores (:func:`plan_chunks`...);
 - de :mod:`labutils.search_store`: :func:`gather_with_progress`, :func:`save_results` e
   :func:`resumable_search`, para que uma busca longa nunca se perca.
@@ -19,13 +19,9 @@ Este módulo também reexporta, para as lições importarem de um lugar só:
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-import numpy as np
 
 from labutils.chunks import (  # noqa: F401  (reexportados)
     MAX_INT,
@@ -40,6 +36,11 @@ from labutils.chunks import (  # noqa: F401  (reexportados)
 )
 from labutils.config import pick
 from labutils.grid import estimated_cost, most_expensive_first, validate_grid  # noqa: F401
+from labutils.schedule import (  # noqa: F401  (reexportados)
+    list_schedule_makespan,
+    makespan_lower_bound,
+    speedup_bound,
+)
 from labutils.search_store import (  # noqa: F401  (reexportados)
     RESULT_COLUMNS,
     append_row,
@@ -142,49 +143,3 @@ def fit_and_score(
     model.fit(X_train, y_train)
     mse = float(mean_squared_error(y_test, model.predict(X_test)))
     return (n_estimators, max_depth, mse, time.perf_counter() - start)
-
-
-# ---------------------------------------------------------------- limites de speedup
-
-
-def _check_tasks(task_seconds: Iterable[float], cores: float) -> np.ndarray:
-    times = np.asarray(list(task_seconds), dtype=float)
-    if times.size == 0:
-        raise ValueError("É preciso ao menos um tempo de tarefa para calcular o limite.")
-    if np.any(times < 0) or not np.all(np.isfinite(times)):
-        raise ValueError(f"Os tempos das tarefas devem ser finitos e ≥ 0, recebi {times.tolist()}.")
-    if cores <= 0:
-        raise ValueError(f"O número de núcleos deve ser positivo, recebi {cores!r}.")
-    return times
-
-
-def makespan_lower_bound(task_seconds: Iterable[float], cores: float) -> float:
-    """O menor tempo total possível: ``max(tarefa mais longa, trabalho total / núcleos)``."""
-    times = _check_tasks(task_seconds, cores)
-    return float(max(times.max(), times.sum() / cores))
-
-
-def speedup_bound(task_seconds: Iterable[float], cores: float) -> float:
-    """O maior speedup possível sobre a execução em série, com ``cores`` núcleos.
-
-    Nenhum escalonamento termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``;
-    logo o speedup nunca passa de ``trabalho / max(mais longa, trabalho / núcleos)``.
-    """
-    times = _check_tasks(task_seconds, cores)
-    total = float(times.sum())
-    if total == 0:
-        return 1.0
-    return total / makespan_lower_bound(times, cores)
-
-
-def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
-    """Tempo total se as tarefas forem entregues NESTA ORDEM ao primeiro núcleo livre.
-
-    É o que o Ray faz com tarefas independentes de 1 CPU cada: simula a fila sem custo extra.
-    """
-    times = _check_tasks(task_seconds, cores)
-    free_at = [0.0] * max(1, int(cores))
-    for t in times:
-        start = heapq.heappop(free_at)
-        heapq.heappush(free_at, start + float(t))
-    return max(free_at)
