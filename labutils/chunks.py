@@ -79,9 +79,10 @@ def plan_chunks(
         raise ValueError(
             f"cores e chunks_per_core devem ser positivos, recebi {cores} e {chunks_per_core}."
         )
+    config_costs = [estimated_cost(n, d, n_samples) for n, d in checked]
     best: tuple[float, list[Chunk]] | None = None
     for per_core in range(chunks_per_core, 8 * chunks_per_core + 1):
-        chunks = _chunks_at(checked, cores * per_core, n_samples)
+        chunks = _chunks_at(checked, config_costs, cores * per_core, n_samples)
         costs = [estimated_cost(c.n_trees, c.max_depth, n_samples) for c in chunks]
         makespan = list_schedule_makespan(costs, cores)
         if best is None or makespan < best[0]:
@@ -91,9 +92,11 @@ def plan_chunks(
     return best[1]
 
 
-def _chunks_at(checked: list[tuple[int, int]], n_chunks: int, n_samples: int | None) -> list[Chunk]:
-    """Cerca de ``n_chunks`` blocos de custo parecido, do mais caro para o mais barato."""
-    costs = [estimated_cost(n, d, n_samples) for n, d in checked]
+def _chunks_at(
+    checked: list[tuple[int, int]], costs: list[float], n_chunks: int, n_samples: int | None
+) -> list[Chunk]:
+    """Cerca de ``n_chunks`` blocos de custo parecido (``costs``: o de cada configuração de
+    ``checked``), do mais caro para o mais barato."""
     target = sum(costs) / n_chunks
     chunks = [
         Chunk(n, d, first, size)
