@@ -5,10 +5,13 @@
 - :func:`forest_trainable`: um trial = uma configuração, o MSE na validação reportado ao Tune;
 - :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
   (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
-- :func:`run_tuner` e :func:`tune_table`: o ``Tuner`` com 1 CPU por trial, resultados em tabela;
-  :func:`first_trial_delay`: quanto o Tune levou até o 1º trial começar;
+- :func:`run_tuner`: o ``Tuner`` com 1 CPU por trial, para o ``make bench`` e os testes (a lição 03
+  escreve o mesmo ``Tuner`` nas próprias células); :func:`progress_callback`: a barra de progresso;
+  :func:`tune_table`: resultados em tabela; :func:`first_trial_delay`: quanto o Tune levou até o
+  1º trial começar;
 - o ``GridSearchCV`` (scikit-learn sobre o Ray pelo joblib) fica em :mod:`labutils.gridsearch`;
-- :func:`check_same_search` (``AssertionError`` se duas buscas discordam) e :func:`speedup_table`.
+- :func:`search_difference` (o que difere entre duas buscas, ou ``None``), :func:`check_same_search`
+  (``AssertionError`` se discordam) e :func:`speedup_table`.
 """
 
 from __future__ import annotations
@@ -162,8 +165,11 @@ def growing_forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> 
 # ---------------------------------------------------------------- o Tuner
 
 
-def _progress_bar(total: int, desc: str) -> Any:
-    """Um ``tune.Callback`` com uma barra ``tqdm`` que avança a cada trial terminado."""
+def progress_callback(total: int, desc: str) -> Any:
+    """Um ``tune.Callback`` com uma barra ``tqdm`` que avança a cada trial terminado.
+
+    Vai em ``RunConfig(callbacks=[...])``, com ``verbose=0``: no lugar das tabelas do Tune.
+    """
     from ray import tune
     from tqdm import tqdm
 
@@ -223,7 +229,7 @@ def run_tuner(
             name=name,
             storage_path=str(storage.resolve()),
             verbose=0,
-            callbacks=[_progress_bar(n_trials, name)] if n_trials else None,
+            callbacks=[progress_callback(n_trials, name)] if n_trials else None,
         ),
     )
     # o Tune imprime um quadro e caminhos a cada busca mesmo com verbose=0: a barra basta
@@ -255,23 +261,29 @@ def tune_table(result_grid: Any) -> Any:
 # ---------------------------------------------------------------- conferências e comparação
 
 
-def check_same_search(what: str, got: Sequence[Sequence[Any]], expected, tol: float = 1e-9):
-    """Levanta ``AssertionError`` se ``got`` não tem as mesmas configurações, a mesma melhor
-    configuração e os mesmos MSE (até ``tol``) que ``expected``. Linhas: ``(n, d, mse, ...)``."""
+def search_difference(
+    got: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]], tol: float = 1e-9
+) -> str | None:
+    """O que difere entre duas buscas, em português, ou ``None`` se têm as mesmas configurações, a
+    mesma melhor configuração e os mesmos MSE (até ``tol``). Linhas: ``(n, d, mse, ...)``."""
     got_mse = {(int(r[0]), int(r[1])): float(r[2]) for r in got}
     want = {(int(r[0]), int(r[1])): float(r[2]) for r in expected}
     if got_mse.keys() != want.keys():
-        raise AssertionError(
-            f"{what}: configurações diferentes da busca local: {sorted(got_mse)} × {sorted(want)}."
-        )
+        return f"configurações diferentes da busca local: {sorted(got_mse)} × {sorted(want)}"
     best_got, best_want = min(got_mse, key=got_mse.get), min(want, key=want.get)
     if best_got != best_want:
-        raise AssertionError(
-            f"{what}: melhor configuração {best_got}, a busca local achou {best_want}."
-        )
+        return f"melhor configuração {best_got}, a busca local achou {best_want}"
     diff = max(abs(got_mse[k] - want[k]) for k in want)
     if not diff <= tol:
-        raise AssertionError(f"{what}: o MSE difere da busca local em até {diff:.3g} (> {tol:g}).")
+        return f"o MSE difere da busca local em até {diff:.3g} (> {tol:g})"
+    return None
+
+
+def check_same_search(what: str, got: Sequence[Sequence[Any]], expected, tol: float = 1e-9):
+    """Levanta ``AssertionError`` se :func:`search_difference` acha alguma diferença."""
+    difference = search_difference(got, expected, tol)
+    if difference is not None:
+        raise AssertionError(f"{what}: {difference}.")
 
 
 def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: float):

@@ -118,3 +118,16 @@ def test_first_trial_delay_is_measured_to_the_earliest_trial():
             return pd.DataFrame({"inicio": [105.0, 102.5, 110.0]})
 
     assert tuning.first_trial_delay(Grid(), 100.0) == pytest.approx(2.5)
+
+
+def test_search_difference_names_what_differs(local):
+    """A conferência da lição 03 (``assert search_difference(...) is None``) fica vermelha quando
+    um MSE, a melhor configuração ou a lista de configurações mudam."""
+    assert tuning.search_difference(local, local) is None
+    assert tuning.search_difference([(*r[:2], r[2] + 1e-10, r[3]) for r in local], local) is None
+    nudged = [(n, d, mse + 1e-7, s) for n, d, mse, s in local]
+    assert "difere" in tuning.search_difference(nudged, local)
+    best = min(local, key=lambda r: r[2])
+    worse = [(n, d, mse + (1.0 if (n, d) == best[:2] else 0.0), s) for n, d, mse, s in local]
+    assert "melhor configuração" in tuning.search_difference(worse, local)
+    assert "configurações diferentes" in tuning.search_difference(local[1:], local)
