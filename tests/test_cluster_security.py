@@ -8,7 +8,9 @@ entrada (``start_head``, a linha de comando, o ambiente dos nós) e o Ray local 
 
 from __future__ import annotations
 
+import socket
 import stat
+import subprocess
 import sys
 import time
 import urllib.error
@@ -33,10 +35,11 @@ def captured(monkeypatch):
 
     def fake_run(cmd, **kwargs):
         calls.append({"cmd": cmd, "env": config.ray_env()})
-        return None
+        return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(classroom, "run_ray", fake_run)
     monkeypatch.setattr(classroom, "ensure_auth_token", lambda: "~/.ray/auth_token")
+    monkeypatch.setattr(classroom, "require_head_token", lambda: "~/.ray/auth_token")
     monkeypatch.setattr(classroom, "require_free_port", lambda port, what: None)
     monkeypatch.setattr(classroom, "check_head_reachable", lambda address: None)
     return calls
@@ -213,6 +216,46 @@ def test_a_driver_with_the_wrong_token_is_refused(running):
     print(f"token errado: recusado em {elapsed:.1f} s (código {done.returncode})")
     assert done.returncode != 0 and "CONECTOU" not in out, out[-2000:]
     assert "auth" in out.lower() or "token" in out.lower(), out[-2000:]
+
+
+def _join_cli(address: str, home, extra_env: dict[str, str]) -> tuple[str, float, int]:
+    """``python -m labutils.cluster join`` como numa máquina de aluno com ``HOME`` próprio."""
+    env = {k: v for k, v in config.ray_env().items() if not k.startswith("RAY_AUTH_TOKEN")}
+    env.update(HOME=str(home), **extra_env)
+    start = time.monotonic()
+    done = system.run(
+        [sys.executable, "-m", "labutils.cluster", "join", address],
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    return done.stdout + done.stderr, time.monotonic() - start, done.returncode
+
+
+def test_join_without_the_head_token_stops_at_once_and_creates_none(tmp_path):
+    """Um aluno que roda o ``join`` antes de copiar o token: mensagem na hora, nenhum token novo
+    (um token gerado ali seria recusado pelo nó principal só ~20 s depois, com traceback)."""
+    with socket.socket() as head:  # só precisa atender na porta: o token é conferido antes
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        out, elapsed, code = _join_cli(f"127.0.0.1:{head.getsockname()[1]}", tmp_path, {})
+    print(f"join sem token: recusado em {elapsed:.1f} s")
+    assert code == 2, out
+    assert "ainda não tem o token" in out and "~/.ray/auth_token" in out, out
+    assert "Traceback" not in out and "$ ray start" not in out, out
+    assert not (tmp_path / ".ray").exists(), "o join criou um token na máquina do aluno"
+
+
+@pytest.mark.slow
+def test_join_with_a_wrong_token_is_refused_fast_in_portuguese(running, tmp_path):
+    wrong = tmp_path / "token_errado"
+    wrong.write_text("token-errado-" + "0" * 20)
+    out, elapsed, code = _join_cli(running.address, tmp_path, {"RAY_AUTH_TOKEN_PATH": str(wrong)})
+    print(f"join com o token errado: recusado em {elapsed:.1f} s")
+    assert code == 2, out
+    assert "recusou o token desta máquina" in out, out
+    assert "Traceback" not in out and "$ ray start" not in out, out
+    assert elapsed < 20, f"o token errado levou {elapsed:.1f} s para ser recusado"
 
 
 @pytest.mark.slow

@@ -58,6 +58,37 @@ def ensure_auth_token() -> str:
     return str(path)
 
 
+def require_head_token() -> str:
+    """O token que o nó principal deu a esta máquina; diz de onde vem (sem mostrá-lo).
+
+    Nunca gera um token: um token criado numa máquina de aluno é diferente do token do nó
+    principal, e o ``ray start --address`` só falharia depois, com um traceback do Ray.
+    Sem token, :class:`ClusterError` na hora, dizendo onde ele está e como trazê-lo.
+    """
+    kind, path = config.token_source()
+    if kind == "env":
+        return "variável RAY_AUTH_TOKEN"
+    assert path is not None
+    if path.is_file():
+        secure_token_file(path)
+        return str(path)
+    where = "RAY_AUTH_TOKEN_PATH aponta para" if kind == "path_env" else "procurei em"
+    raise ClusterError(
+        f"Esta máquina ainda não tem o token do cluster ({where} {path} e na variável "
+        "RAY_AUTH_TOKEN). Não vou gerar um aqui: o nó principal recusaria um token novo.\n"
+        "O token fica no nó principal (a máquina do instrutor), no arquivo ~/.ray/auth_token. "
+        "Traga-o de um destes jeitos e rode o mesmo comando de novo:\n"
+        f"  a) copie o arquivo para {path} e deixe-o só seu: chmod 600 {path}\n"
+        "  b) ou, neste terminal: export RAY_AUTH_TOKEN='<conteúdo do arquivo do instrutor>'\n"
+        "Não cole o token num notebook nem num repositório: ele dá acesso ao cluster."
+    )
+
+
+def token_refused(output: str) -> bool:
+    """``True`` se a saída de um comando ``ray`` diz que o nó principal recusou o token."""
+    return "InvalidAuthToken" in output or "AuthenticationError" in output
+
+
 def auth_token() -> str:
     """O token que este processo usaria. É um segredo: não o imprima nem o salve num notebook."""
     token = config.token_from_env()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 
-from labutils.cluster.auth import ensure_auth_token
+from labutils.cluster.auth import ensure_auth_token, require_head_token, token_refused
 from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
@@ -98,10 +98,11 @@ def start_head(
     run_ray(cmd, timeout=timeout, leave_running=True)  # os serviços do nó ficam no ar
     address = f"{node_ip_address or local_ip()}:{port}"
     print(
-        f"\nNó principal no ar em {address}. Nos outros computadores (mesmo ambiente Python):\n"
-        f"  1. copie o token ({token_source}) para ~/.ray/auth_token ou exporte RAY_AUTH_TOKEN\n"
-        f"  2. export RAY_AUTH_MODE=token\n"
-        f"  3. ray start --address={address}"
+        f"\nNó principal no ar em {address}. Em cada máquina de aluno (mesmo ambiente Python):\n"
+        f"  1. traga o token deste nó ({token_source}) para ~/.ray/auth_token, com chmod 600\n"
+        "     (ou exporte RAY_AUTH_TOKEN com o conteúdo dele; não o cole em notebooks)\n"
+        f"  2. python -m labutils.cluster join {address}\n"
+        f"     (o mesmo que: RAY_AUTH_MODE=token ray start --address={address})"
     )
     return address
 
@@ -109,10 +110,25 @@ def start_head(
 def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60) -> None:
     """Junta esta máquina ao cluster como nó worker (``ray start --address=IP:PORTA``).
 
-    Verifica antes, em poucos segundos, se o nó principal responde nesse endereço.
+    Antes do ``ray start``, e em poucos segundos: o nó principal responde nesse endereço, esta
+    máquina tem o token dele (nunca gera um, veja :func:`require_head_token`) e ele aceita esse
+    token (``ray status --address``, que falha em ~1 s com o token errado, contra
+    ~20 s do ``ray start``).
     """
     check_head_reachable(head_address)
-    ensure_auth_token()
+    source = require_head_token()
+    probe = run_ray(
+        [ray_executable(), "status", f"--address={head_address}"],
+        timeout=30,
+        show_output=False,
+        check=False,
+    )
+    if probe.returncode != 0 and token_refused(probe.stdout + probe.stderr):
+        raise ClusterError(
+            f"O nó principal em {head_address} recusou o token desta máquina ({source}): ele "
+            "não é o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
+            "instrutor (ou corrija RAY_AUTH_TOKEN) e rode o mesmo comando."
+        )
     cmd = [ray_executable(), "start", f"--address={head_address}"]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={int(num_cpus)}")
