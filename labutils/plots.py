@@ -1,4 +1,5 @@
-"""Gráficos da lição 02: a comparação do roteiro original e o speedup frente ao limite.
+"""Gráficos da lição 02: a comparação do roteiro original, a linha do tempo das tarefas (medida e
+simulada) e o speedup frente ao limite.
 
 As funções devolvem a ``Figure`` do matplotlib (no notebook ela aparece sozinha) e alinham os
 resultados pela configuração ``(n_estimators, max_depth)``, não pela posição: a busca distribuída
@@ -128,5 +129,58 @@ def plot_speedups(
         frameon=False,
         markerscale=0.4,
     )
+    fig.tight_layout()
+    return fig
+
+
+def _timeline_panel(ax, rows, bars, labels, colors, title):
+    """Desenha as barras ``(linha, início, fim)`` numa linha por valor de ``rows``."""
+    total = max((end for _, _, end in bars), default=1.0) or 1.0
+    for (row, start, end), label in zip(bars, labels, strict=True):
+        y = rows.index(row)
+        ax.barh(y, end - start, left=start, height=0.6, color=colors[label], ec="k", lw=0.6)
+        if end - start > 0.08 * total:  # rótulo só onde cabe
+            ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize="small")
+    ax.set_title(title)
+    ax.set_xlabel("Tempo desde o envio (s)")
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(True, axis="x", linestyle=":")
+
+
+def plot_timeline(
+    measured: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    simulated: Sequence[Sequence[float]] | None = None,
+) -> Any:
+    """A linha do tempo de uma busca: uma linha por processo worker, uma barra por tarefa.
+
+    ``measured``: ``(pid, início, fim)`` de cada tarefa, em segundos desde o envio (os tempos que a
+    própria tarefa anotou); ``labels``: o rótulo de cada tarefa (tarefas com o mesmo rótulo têm a
+    mesma cor). ``simulated`` (opcional): ``(núcleo, início, fim)`` de cada tarefa, como
+    :func:`labutils.schedule.list_schedule` devolve; aparece num segundo painel, ao lado.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = [str(label) for label in labels]
+    panels = [("medido", measured)] + ([("simulado", simulated)] if simulated is not None else [])
+    for what, bars in panels:
+        if len(bars) != len(labels) or not labels:
+            raise ValueError(
+                f"Cada tarefa precisa de um rótulo: {len(bars)} barras ({what}) e "
+                f"{len(labels)} rótulos (≥ 1)."
+            )
+    palette = plt.get_cmap("tab10").colors
+    colors = {label: palette[i % len(palette)] for i, label in enumerate(dict.fromkeys(labels))}
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 1.6 + 0.5 * 4), sharex=True)
+    axes = np.atleast_1d(axes)
+    pids = list(dict.fromkeys(int(p) for p, _, _ in sorted(measured, key=lambda b: b[1])))
+    measured = [(int(p), float(s), float(e)) for p, s, e in measured]
+    _timeline_panel(axes[0], pids, measured, labels, colors, "Medido: uma linha por processo")
+    axes[0].set_yticks(range(len(pids)), [f"PID {p}" for p in pids])
+    if simulated is not None:
+        simulated = [(int(c), float(s), float(e)) for c, s, e in simulated]
+        cores = sorted({c for c, _, _ in simulated})
+        _timeline_panel(axes[1], cores, simulated, labels, colors, "Fila simulada (tempos do laço)")
+        axes[1].set_yticks(range(len(cores)), [f"núcleo {c}" for c in cores])
     fig.tight_layout()
     return fig

@@ -1,7 +1,8 @@
 """A fila de tarefas: o que o hardware permite e o que uma ordem de envio consegue.
 
-:func:`speedup_bound` (o maior speedup possível com ``cores`` núcleos) e
-:func:`list_schedule_makespan` (simula a fila do Ray numa ordem dada). Usado pela lição 02
+:func:`speedup_bound` (o maior speedup possível com ``cores`` núcleos),
+:func:`list_schedule_makespan` (simula a fila do Ray numa ordem dada) e :func:`list_schedule` (a
+mesma fila, tarefa a tarefa, para a linha do tempo da lição 02). Usado pela lição 02
 (reexportado por :mod:`labutils.search`), por :func:`labutils.chunks.plan_chunks` e pelo
 ``make bench``. Python puro, sem Ray.
 """
@@ -34,7 +35,7 @@ def makespan_lower_bound(task_seconds: Iterable[float], cores: float) -> float:
 def speedup_bound(task_seconds: Iterable[float], cores: float) -> float:
     """O maior speedup possível sobre a execução em série, com ``cores`` núcleos.
 
-    Nenhum escalonamento termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``;
+    Nenhuma ordem de execução termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``;
     logo o speedup nunca passa de ``trabalho / max(mais longa, trabalho / núcleos)``.
     """
     times = _check_tasks(task_seconds, cores)
@@ -55,3 +56,17 @@ def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
         start = heapq.heappop(free_at)
         heapq.heappush(free_at, start + float(t))
     return max(free_at)
+
+
+def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, float, float]]:
+    """A fila de :func:`list_schedule_makespan`, tarefa a tarefa: ``(núcleo, início, fim)`` de cada
+    tarefa, na ordem dada. Cada tarefa vai para o núcleo que fica livre primeiro (no empate, o de
+    menor número)."""
+    times = _check_tasks(task_seconds, cores)
+    free_at = [(0.0, core) for core in range(max(1, int(cores)))]
+    out = []
+    for t in times:
+        start, core = heapq.heappop(free_at)
+        out.append((core, start, start + float(t)))
+        heapq.heappush(free_at, (start + float(t), core))
+    return out

@@ -10,8 +10,8 @@ mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas n
 Este módulo também reexporta, para as lições importarem de um lugar só:
 
 - de :mod:`labutils.grid`: :func:`validate_grid` e :func:`most_expensive_first`;
-- de :mod:`labutils.schedule`: :func:`speedup_bound` e :func:`list_schedule_makespan`, o que o
-  hardware permite e o que uma ordem de envio consegue;
+- de :mod:`labutils.schedule`: :func:`speedup_bound`, :func:`list_schedule_makespan` e
+  :func:`list_schedule`, o que o hardware permite e o que uma ordem de envio consegue;
 - de :mod:`labutils.chunks`: a floresta dividida em blocos de árvores (:func:`plan_chunks`...);
 - de :mod:`labutils.search_store`: :func:`gather_with_progress`, :func:`save_results` e
   :func:`resumable_search`, para que uma busca longa nunca se perca.
@@ -37,6 +37,7 @@ from labutils.chunks import (  # noqa: F401  (reexportados)
 from labutils.config import pick
 from labutils.grid import estimated_cost, most_expensive_first, validate_grid  # noqa: F401
 from labutils.schedule import (  # noqa: F401  (reexportados)
+    list_schedule,
     list_schedule_makespan,
     makespan_lower_bound,
     speedup_bound,

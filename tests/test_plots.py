@@ -76,3 +76,20 @@ def test_plot_speedups_shows_bars_and_bounds():
     plt.close(fig)
     with pytest.raises(ValueError, match="mesmo tamanho"):
         plots.plot_speedups(["a"], [1.0, 2.0], [1.0], cores=2)
+
+
+def test_timeline_has_one_row_per_process_and_one_bar_per_task():
+    # 3 tarefas em 2 processos (o PID 7 roda duas), e a fila simulada com 2 núcleos
+    measured = [(7, 0.0, 1.0), (9, 0.1, 2.0), (7, 1.1, 3.0)]
+    simulated = [(0, 0.0, 1.0), (1, 0.0, 1.9), (0, 1.0, 2.9)]
+    fig = plots.plot_timeline(measured, ["a", "b", "c"], simulated=simulated)
+    ax_m, ax_s = fig.axes
+    assert [t.get_text() for t in ax_m.get_yticklabels()] == ["PID 7", "PID 9"]
+    assert len(ax_m.patches) == 3
+    bars = sorted((p.get_x(), p.get_width(), p.get_y() + p.get_height() / 2) for p in ax_m.patches)
+    np.testing.assert_allclose(bars, [(0.0, 1.0, 0.0), (0.1, 1.9, 1.0), (1.1, 1.9, 0.0)])
+    assert [t.get_text() for t in ax_s.get_yticklabels()] == ["núcleo 0", "núcleo 1"]
+    assert len(ax_s.patches) == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="rótulo"):
+        plots.plot_timeline(measured, ["a", "b"])

@@ -116,6 +116,23 @@ def test_list_schedule_never_beats_the_bound():
         assert makespan <= times.sum() + 1e-12
 
 
+def test_list_schedule_gives_each_task_its_core_and_times():
+    # ordem do roteiro, 2 núcleos: a mais longa (11.8 s) começa aos 8.5 s, quando o núcleo 0 vaga
+    plan = search.list_schedule(FACT_TIMES, 2)
+    assert [core for core, _, _ in plan] == [0, 1, 0, 1, 0]
+    assert plan[-1][1] == pytest.approx(1.5 + 7.0)
+    assert all(
+        end - start == pytest.approx(t) for (_, start, end), t in zip(plan, FACT_TIMES, strict=True)
+    )
+    assert max(end for _, _, end in plan) == pytest.approx(
+        search.list_schedule_makespan(FACT_TIMES, 2)
+    )
+    # num núcleo, nenhuma tarefa começa antes de a anterior acabar
+    for core in (0, 1):
+        mine = [(s, e) for c, s, e in plan if c == core]
+        assert all(prev[1] <= nxt[0] + 1e-12 for prev, nxt in zip(mine, mine[1:], strict=False))
+
+
 # ---------------------------------------------------------------- ordem
 
 
