@@ -1,6 +1,9 @@
 """Lição 03: o ``GridSearchCV`` do scikit-learn na grade da lição 02, com a mesma divisão
 treino/validação (``PredefinedSplit``). Dentro de ``joblib.parallel_backend("ray")`` (depois de
 ``ray.util.joblib.register_ray()``), os treinos vão para o cluster Ray sem mudar a busca.
+
+A lição 03 escreve esta mesma busca nas próprias células (é o assunto dela); daqui a usam o
+``make bench`` e os testes, e a lição usa só :func:`cv_rows`.
 """
 
 from __future__ import annotations

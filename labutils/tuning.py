@@ -3,8 +3,9 @@
 - :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
   :func:`range_space`: as faixas que a grade cobre, para um algoritmo de busca (Optuna);
 - :func:`forest_trainable`: um trial = uma configuração, o MSE na validação reportado ao Tune;
-- :func:`growing_forest_trainable`: a floresta cresce de ``passo`` em ``passo`` árvores
-  (``warm_start``), reportando o MSE a cada acréscimo: é o orçamento que o ASHA corta;
+- :func:`grow_forest`: a floresta cresce de ``passo`` em ``passo`` árvores (``warm_start``),
+  com o MSE a cada acréscimo: é o orçamento que o ASHA corta (o trainable que reporta cada
+  acréscimo ao Tune fica na lição 03);
 - :func:`run_tuner`: o ``Tuner`` com 1 CPU por trial, para o ``make bench`` e os testes (a lição 03
   escreve o mesmo ``Tuner`` nas próprias células); :func:`progress_callback`: a barra de progresso;
   :func:`tune_table`: resultados em tabela; :func:`first_trial_delay`: quanto o Tune levou até o
@@ -150,16 +151,6 @@ def grow_forest(max_depth: int, n_estimators: int, step: int, data: Sequence[Any
         model.set_params(n_estimators=trees).fit(X_train, y_train)
         mse = float(mean_squared_error(y_val, model.predict(X_val)))
         yield trees, mse, time.perf_counter() - start
-
-
-def growing_forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
-    """Um trial que cresce: reporta o MSE a cada ``passo`` árvores; o ASHA pode pará-lo antes."""
-    from ray import tune
-
-    inicio = time.time()
-    n, d = forest_params(config)
-    for trees, mse, seconds in grow_forest(d, n, int(config["passo"]), data):
-        tune.report({"mse": mse, "segundos": seconds, "arvores": trees, "inicio": inicio})
 
 
 # ---------------------------------------------------------------- o Tuner
