@@ -1,0 +1,96 @@
+"""Lição 03: o ``Tuner`` que a lição escreve na célula (``roda_tuner``), conferido sem Ray.
+
+A lição monta o ``Tuner`` nas próprias células, para o aluno ler e mudar. O que ela não confere
+na frente do aluno fica aqui, sobre o código da própria célula (lido do notebook e executado):
+
+- um espaço de busca inválido falha na hora, com a mensagem em português, sem criar a pasta do
+  experimento (nenhum trial começou);
+- o ``Tuner`` grava em ``results/tune`` (e não em ``~/ray_results``), com a métrica ``mse`` a
+  minimizar, 1 CPU por trial e tantos trials ao mesmo tempo quantas CPUs o Ray vê.
+
+``tune.Tuner`` é trocado por um dublê que só guarda os argumentos: nenhum Ray é iniciado.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from ray import tune
+
+from labutils import tuning
+
+LESSON_03 = Path(__file__).resolve().parents[1] / "notebooks" / "03_ray_tune_joblib.ipynb"
+
+
+def tuner_cell() -> str:
+    cells = [
+        c.source
+        for c in nbformat.read(LESSON_03, as_version=4).cells
+        if c.cell_type == "code" and "def roda_tuner(" in c.source
+    ]
+    assert len(cells) == 1, f"a lição 03 deveria definir roda_tuner numa célula; achei {len(cells)}"
+    return cells[0]
+
+
+class FakeTuner:
+    """Guarda o que a lição passou ao ``tune.Tuner``; ``fit()`` devolve a si mesmo."""
+
+    created: list[FakeTuner] = []
+
+    def __init__(self, trainable, *, param_space, tune_config, run_config):
+        self.trainable, self.param_space = trainable, param_space
+        self.tune_config, self.run_config = tune_config, run_config
+        FakeTuner.created.append(self)
+
+    def fit(self):
+        return self
+
+
+@pytest.fixture
+def lesson(tmp_path, monkeypatch):
+    """O namespace da célula de ``roda_tuner``, com ``results/`` numa pasta temporária."""
+    FakeTuner.created.clear()
+    monkeypatch.setattr(tune, "Tuner", FakeTuner)
+    ns = {
+        "tune": tune,
+        "validate_space": tuning.validate_space,
+        "progress_callback": tuning.progress_callback,
+        "results_dir": lambda: tmp_path,
+        "dados": ([[0.0]], [0.0], [[0.0]], [0.0]),
+        "NUCLEOS": 3,
+    }
+    exec(tuner_cell(), ns)  # noqa: S102  (o código é o da própria lição)
+    return ns
+
+
+def trial(config, dados):
+    return None
+
+
+@pytest.mark.parametrize(
+    ("space", "fragment"),
+    [
+        ({"max_depth": tune.grid_search([4, 0]), "n_estimators": 10}, "max_depth deve ser"),
+        ({"max_depth": tune.randint(0, 10), "n_estimators": 10}, "pode valer 0"),
+        ({"max_depth": 4, "n_estimators": tune.choice([10, -5])}, "n_estimators deve ser"),
+    ],
+)
+def test_a_bad_space_fails_before_any_trial(lesson, tmp_path, space, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        lesson["roda_tuner"](trial, space, "03_espaco_ruim", 1)
+    assert not FakeTuner.created, "o Tuner foi criado com um espaço inválido"
+    assert not (tmp_path / "tune" / "03_espaco_ruim").exists(), "um trial chegou a começar"
+
+
+def test_the_tuner_writes_under_results_tune_with_one_cpu_per_trial(lesson, tmp_path):
+    space = {"max_depth": tune.grid_search([2, 4]), "n_estimators": 5}
+    lesson["roda_tuner"](trial, space, "03_grade", 2)
+    (made,) = FakeTuner.created
+    assert made.run_config.storage_path == str((tmp_path / "tune").resolve())
+    assert made.run_config.name == "03_grade"
+    assert (made.tune_config.metric, made.tune_config.mode) == ("mse", "min")
+    assert made.tune_config.max_concurrent_trials == lesson["NUCLEOS"]
+    assert made.trainable._resources.required_resources == {"CPU": 1}
+    assert made.param_space == space
