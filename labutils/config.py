@@ -65,6 +65,9 @@ class Sizes:
     #: lotes que o degrau das tarefas que recarregam o modelo classifica (uma fatia do fluxo:
     #: cada lote custa uma recarga, e o fluxo inteiro levaria minutos)
     inference_task_batches: int
+    #: lição 06, seção opcional: fluxos menores que ``inference_images``, medidos do início ao
+    #: fim com o Ray Data e com um processo só (a partir de que tamanho o Ray Data compensa)
+    inference_stream_sizes: tuple[int, ...]
 
     @property
     def is_smoke(self) -> bool:
@@ -92,6 +95,7 @@ _SIZES = {
         inference_actors=None,
         inference_train_epochs=2,
         inference_task_batches=16,
+        inference_stream_sizes=(10_000, 30_000),
     ),
     "smoke": Sizes(
         scale="smoke",
@@ -113,6 +117,7 @@ _SIZES = {
         inference_actors=2,
         inference_train_epochs=1,
         inference_task_batches=4,
+        inference_stream_sizes=(256,),
     ),
 }
 

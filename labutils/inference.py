@@ -1,14 +1,19 @@
 """Inferência em lote em paralelo (lição 06): a CNN do CIFAR-100 classificando muitas imagens.
 
-A escada: um processo (``predict_on_batch`` lote a lote) → tarefas Ray que recarregam o modelo
-a cada chamada → atores que carregam o modelo uma vez → Ray Data (``read_parquet`` → ``map_batches`` → Parquet).
-Cada processo de trabalho calcula com ``threads`` threads (``configure_threads``), o número de CPUs
-que reserva no Ray. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa):
-recebem o modelo em bytes e as imagens em arrays ou arquivos Parquet.
+O que **não** é o assunto da lição, e que as células dela usam: o modelo (carregar o da lição
+05, ou treinar um rápido; em bytes para o object store), as imagens (arrays e arquivos Parquet),
+o limite de threads do TF, a chamada ``predict_on_batch`` de cada lote, a conferência de que um
+degrau deu as mesmas previsões que o processo único, e se um pool de atores cabe nas CPUs.
+As tarefas, os atores, o ``ActorPool`` e o pipeline do Ray Data estão escritos nas células da
+lição 06 (o benchmark tem a sua cópia em ``labutils.bench.inference_runs``).
+
+Os workers nunca chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em
+bytes e as imagens em arrays ou arquivos Parquet.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -186,51 +191,49 @@ def predict_batch(model: Any, images: np.ndarray) -> Preds:
     return top1(model.predict_on_batch(images.astype(np.float32) / 255.0))
 
 
-def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:
-    """Corpo da tarefa ingênua: recarrega o modelo a cada chamada. ``(previsões, s carregando)``."""
-    configure_threads(threads)
-    start = time.perf_counter()
-    model = model_from_bytes(blob)
-    loading = time.perf_counter() - start
-    return predict_labels(model, images, len(images)), loading
+def join_predictions(parts: list[Preds]) -> Preds:
+    """Junta as previsões de vários lotes (na ordem dada) em ``(rótulos, confiança)``."""
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-class Predictor:
-    """Carrega o modelo UMA vez (no construtor) e classifica lotes. Serve de ator
-    (``ray.remote(Predictor)``) e de classe do ``map_batches`` (lotes ``{"id", "image"}``)."""
+def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
+    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``.
 
-    def __init__(self, blob: bytes, threads: int = 1):
-        start = time.perf_counter()
-        self.threads = configure_threads(threads)
-        self.model = model_from_bytes(blob)
-        self.model.predict_on_batch(np.zeros((1, *IMAGE_SHAPE), np.float32))  # compila o grafo
-        self.load_s = time.perf_counter() - start
+    ``wanted=None``: todos os que cabem. Se cabem menos que ``wanted`` (ou nenhum), levanta
+    ``RuntimeError`` na hora, em vez de esperar para sempre. Espera até 10 s por CPUs que atores
+    recém-encerrados ainda estejam devolvendo."""
+    import ray
 
-    def predict(self, images: np.ndarray) -> Preds:
-        return predict_batch(self.model, images)
+    if wanted is not None and (type(wanted) is not int or wanted < 1):
+        raise ValueError(f"O número de atores deve ser um inteiro >= 1, recebi {wanted!r}.")
+    if not (isinstance(cpus_per_actor, int | float) and cpus_per_actor > 0):
+        raise ValueError(f"cpus_per_actor deve ser positivo, recebi {cpus_per_actor!r}.")
+    need = wanted or 1
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    deadline = time.monotonic() + 10
+    while True:
+        free = float(ray.available_resources().get("CPU", 0.0))
+        fits = math.floor((free - reserve) / cpus_per_actor + 1e-9)
+        if fits >= need or need * cpus_per_actor + reserve > total or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if fits < need:
+        extra = f" (mais {reserve:g} para ler e gravar)" if reserve else ""
+        raise RuntimeError(
+            f"O pool pede {need} ator(es) × {cpus_per_actor:g} CPU{extra}, mas há {free:g} CPU(s) "
+            f"livre(s) de {total:g} no cluster: os atores esperariam para sempre. Peça menos "
+            "atores ou menos CPUs por ator, encerre atores anteriores (ray.kill) ou junte mais nós."
+        )
+    return wanted or fits
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Lote do Ray Data. ``t_start``/``t_end``: relógio (``time.time``) do início e do fim
-        deste lote, repetido em cada linha: medem a vazão com os atores já no ar; ``load_s``: quanto
-        o construtor deste ator levou (importar o TF, carregar e compilar o modelo)."""
-        start = time.time()
-        labels, confidence = self.predict(decode(batch["image"]))
-        n, end = len(labels), time.time()
-        stamps = {"t_start": start, "t_end": end, "load_s": self.load_s}
-        out = {"id": batch["id"], "label": labels, "confidence": confidence}
-        return out | {k: np.full(n, v) for k, v in stamps.items()}
 
-    def predict_from(self, images: np.ndarray, batch_size: int, start_at: float) -> Any:
-        """Espera até ``start_at`` (``time.time()``) e classifica ``images`` lote a lote, como o
-        processo único: ``(início, fim, rótulos, confiança)``. Atores que recebem a mesma hora
-        começam juntos (a medida de "processos lado a lado", sem Ray Data no caminho)."""
-        time.sleep(max(0.0, start_at - time.time()))
-        start = time.time()
-        labels, confidence = predict_labels(self.model, images, batch_size)
-        return start, time.time(), labels, confidence
+def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
+    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para as tarefas de leitura e
+    gravação (1 CPU cada, por padrão; sem elas, a listagem dos arquivos nunca começa)."""
+    import ray
 
-    def info(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "threads": self.threads, "load_s": self.load_s}
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    return max(0.05, min(1.0, round((total - reserve) / actors, 2)))
 
 
 def check_same_labels(reference: Preds, got: Preds, what: str) -> None:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import ray
 
-from labutils import inference, inference_ray, raytools
+from labutils import inference, raytools
+from labutils.bench import inference_runs
 from labutils.tf.model import create_model
 
 N_IMAGES = 96
@@ -91,11 +92,12 @@ def test_image_files_roundtrip(tmp_path, images):
 
 
 def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
-    """A classe dos atores e do Ray Data, chamada aqui mesmo (sem Ray), com lotes de Parquet."""
+    """A classe dos atores e do Ray Data do benchmark, chamada aqui mesmo (sem Ray), com lotes de
+    Parquet."""
     import pyarrow.parquet as pq
 
     expected = inference.predict_labels(model, images, BATCH)
-    predictor = inference.Predictor(inference.model_bytes(model))
+    predictor = inference_runs.Predictor(inference.model_bytes(model))
     inference.check_same_labels(expected, predictor.predict(images), "Predictor.predict")
     table = pq.read_table(inference.write_image_files(images, tmp_path, files=2)).sort_by("id")
     out = predictor({"id": table["id"].to_numpy(), "image": table["image"].to_pylist()})
@@ -119,24 +121,24 @@ def test_load_images_makes_a_stream_of_the_configured_size():
 
 
 def test_pool_too_big_fails_fast_in_portuguese(ray_session):
-    assert inference_ray.plan_pool(None) == 2
-    assert inference_ray.plan_pool(2, 0.5, reserve=1.0) == 2
+    assert inference.plan_pool(None) == 2
+    assert inference.plan_pool(2, 0.5, reserve=1.0) == 2
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="esperariam para sempre"):
-        inference_ray.plan_pool(3)
+        inference.plan_pool(3)
     with pytest.raises(RuntimeError, match="mais 1 para ler e gravar"):
-        inference_ray.plan_pool(2, 1.0, reserve=1.0)
+        inference.plan_pool(2, 1.0, reserve=1.0)
     assert time.monotonic() - start < 5, "um pedido impossível deve falhar na hora"
     with pytest.raises(ValueError, match="inteiro >= 1"):
-        inference_ray.plan_pool(0)
-    assert inference_ray.data_actor_cpus(2) == 0.5
+        inference.plan_pool(0)
+    assert inference.data_actor_cpus(2) == 0.5
 
 
 def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
     """Com o leitor novo de Parquet do Ray 2.60 (DataSourceV2), os arquivos pequenos viravam 1
     bloco só, e só 1 ator do Ray Data recebia lotes; ``read_images`` o desliga."""
     folder = inference.write_image_files(images, tmp_path / "img", files=4)
-    blocks = inference_ray.read_images(folder, blocks=8).materialize().num_blocks()
+    blocks = inference_runs.read_images(folder, blocks=8).materialize().num_blocks()
     assert blocks >= 2, f"a leitura deu {blocks} bloco(s): só 1 ator do Ray Data receberia lotes"
 
 

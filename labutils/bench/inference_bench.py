@@ -18,7 +18,7 @@ Ray Data: a linha "do início ao fim" inclui subir os atores (importar o TF, car
 o Parquet; a linha "com os atores no ar" é a mesma execução medida pelos relógios do
 ``Predictor`` (do início do 1º lote ao fim do último). No Ray 2.60 o leitor novo do
 ``read_parquet`` (DataSourceV2) subia 32 atores ``FooterReader`` e entregava 1 bloco só ao pool
-(smoke: 35 imagens/s, ~30 s por execução); ``inference_ray.read_images`` usa o leitor V1.
+(smoke: 35 imagens/s, ~30 s por execução); ``inference_runs.read_images`` usa o leitor V1.
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
 
 
 def measure(args: dict[str, Any]) -> dict[str, Any]:
-    from labutils import inference, inference_ray
+    from labutils import inference
+    from labutils.bench import inference_runs
 
     inference.configure_threads(1)
     import ray
@@ -146,28 +147,28 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     init_ray(dashboard=False)
     folder = Path(tempfile.mkdtemp(prefix="labutils-bench-inferencia-"))
     try:
-        actors_n = inference_ray.plan_pool(size.inference_actors)
-        data_cpus = inference_ray.data_actor_cpus(actors_n)
+        actors_n = inference.plan_pool(size.inference_actors)
+        data_cpus = inference.data_actor_cpus(actors_n)
         inference.write_image_files(stream, folder / "imagens", files=2 * actors_n)
-        inference_ray.warm_up_ray_data()
+        inference_runs.warm_up_ray_data()
         reload_s = startup_s = 0.0
         for _ in range(repeats):
-            single = inference_ray.run_single(model, stream, batch)
+            single = inference_runs.run_single(model, stream, batch)
             reference = {len(stream): single.predictions}
             rungs = {"single": single,
-                     "all_threads": inference_ray.run_single_all_threads(blob, stream, batch),
-                     "tasks": inference_ray.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
+                     "all_threads": inference_runs.run_single_all_threads(blob, stream, batch),
+                     "tasks": inference_runs.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
             reload_s = rungs["tasks"].extra["reload_s"]
             reference[len(task_images)] = tuple(p[: len(task_images)] for p in single.predictions)
-            actors = inference_ray.start_actors(blob, inference_ray.plan_pool(actors_n))
+            actors = inference_runs.start_actors(blob, inference.plan_pool(actors_n))
             try:
-                rungs["pool"] = inference_ray.run_actor_pool(actors, stream, batch)
-                rungs["side"] = inference_ray.run_side_by_side(actors, stream, batch)
+                rungs["pool"] = inference_runs.run_actor_pool(actors, stream, batch)
+                rungs["side"] = inference_runs.run_side_by_side(actors, stream, batch)
             finally:
                 for actor in actors:
                     ray.kill(actor)
-            inference_ray.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
-            rungs["data"] = inference_ray.run_ray_data(
+            inference.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
+            rungs["data"] = inference_runs.run_ray_data(
                 blob, folder / "imagens", folder / "previsoes", actors=actors_n,
                 batch_size=batch, cpus=data_cpus,
             )  # fmt: skip

@@ -1,8 +1,7 @@
-"""Os degraus da inferência em lote (lição 06), do lado do driver: cada um mede e devolve um
-:class:`Rung` (imagens, segundos, rótulos). O que roda nos workers está em ``labutils.inference``.
-
-Antes de criar atores, :func:`plan_pool` confere se eles cabem nas CPUs livres e falha na hora,
-em português, em vez de deixar o pedido esperando para sempre.
+"""Os degraus da inferência em lote da lição 06, como o benchmark os mede: cada um devolve um
+:class:`Rung` (imagens, segundos, rótulos). A lição escreve estes mesmos degraus nas células
+(a tarefa, o ator, o ``ActorPool`` e o pipeline do Ray Data); aqui ficam os do ``make bench``,
+com o que só ele mede (os atores lado a lado, :meth:`Predictor.predict_from`).
 
 Leitor do Ray Data (:func:`run_ray_data`): no Ray 2.60 o ``read_parquet`` usa por padrão o
 leitor novo (DataSourceV2, ``ListFiles → ReadFiles``). Antes de ler, a listagem cria 32 atores
@@ -14,7 +13,6 @@ V2 (``DataContext.use_datasource_v2 = False``, a opção documentada do Ray) só
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -24,14 +22,62 @@ from typing import Any
 import numpy as np
 
 from labutils.inference import (
-    IO_CPUS,
-    Predictor,
+    IMAGE_SHAPE,
+    Preds,
     batches,
     configure_threads,
+    decode,
     model_from_bytes,
+    predict_batch,
     predict_labels,
-    predict_reloading,
 )
+
+
+def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:
+    """Corpo da tarefa ingênua: recarrega o modelo a cada chamada. ``(previsões, s carregando)``."""
+    configure_threads(threads)
+    start = time.perf_counter()
+    model = model_from_bytes(blob)
+    loading = time.perf_counter() - start
+    return predict_labels(model, images, len(images)), loading
+
+
+class Predictor:
+    """Carrega o modelo UMA vez (no construtor) e classifica lotes. Serve de ator
+    (``ray.remote(Predictor)``) e de classe do ``map_batches`` (lotes ``{"id", "image"}``)."""
+
+    def __init__(self, blob: bytes, threads: int = 1):
+        start = time.perf_counter()
+        self.threads = configure_threads(threads)
+        self.model = model_from_bytes(blob)
+        self.model.predict_on_batch(np.zeros((1, *IMAGE_SHAPE), np.float32))  # compila o grafo
+        self.load_s = time.perf_counter() - start
+
+    def predict(self, images: np.ndarray) -> Preds:
+        return predict_batch(self.model, images)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Lote do Ray Data. ``t_start``/``t_end``: relógio (``time.time``) do início e do fim
+        deste lote, repetido em cada linha: medem a vazão com os atores já no ar; ``load_s``: quanto
+        o construtor deste ator levou (importar o TF, carregar e compilar o modelo)."""
+        start = time.time()
+        labels, confidence = self.predict(decode(batch["image"]))
+        n, end = len(labels), time.time()
+        stamps = {"t_start": start, "t_end": end, "load_s": self.load_s}
+        out = {"id": batch["id"], "label": labels, "confidence": confidence}
+        return out | {k: np.full(n, v) for k, v in stamps.items()}
+
+    def predict_from(self, images: np.ndarray, batch_size: int, start_at: float) -> Any:
+        """Espera até ``start_at`` (``time.time()``) e classifica ``images`` lote a lote, como o
+        processo único: ``(início, fim, rótulos, confiança)``. Atores que recebem a mesma hora
+        começam juntos (a medida de "processos lado a lado", sem Ray Data no caminho)."""
+        time.sleep(max(0.0, start_at - time.time()))
+        start = time.time()
+        labels, confidence = predict_labels(self.model, images, batch_size)
+        return start, time.time(), labels, confidence
+
+    def info(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "threads": self.threads, "load_s": self.load_s}
 
 
 @dataclass
@@ -103,46 +149,6 @@ def run_reload_tasks(
     return Rung(name, len(images), seconds, labels, confidence, note, extra)
 
 
-def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
-    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``.
-
-    ``wanted=None``: todos os que cabem. Se cabem menos que ``wanted`` (ou nenhum), levanta
-    ``RuntimeError`` na hora, em vez de esperar para sempre. Espera até 10 s por CPUs que atores
-    recém-encerrados ainda estejam devolvendo."""
-    import ray
-
-    if wanted is not None and (type(wanted) is not int or wanted < 1):
-        raise ValueError(f"O número de atores deve ser um inteiro >= 1, recebi {wanted!r}.")
-    if not (isinstance(cpus_per_actor, int | float) and cpus_per_actor > 0):
-        raise ValueError(f"cpus_per_actor deve ser positivo, recebi {cpus_per_actor!r}.")
-    need = wanted or 1
-    total = float(ray.cluster_resources().get("CPU", 0.0))
-    deadline = time.monotonic() + 10
-    while True:
-        free = float(ray.available_resources().get("CPU", 0.0))
-        fits = math.floor((free - reserve) / cpus_per_actor + 1e-9)
-        if fits >= need or need * cpus_per_actor + reserve > total or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    if fits < need:
-        extra = f" (mais {reserve:g} para ler e gravar)" if reserve else ""
-        raise RuntimeError(
-            f"O pool pede {need} ator(es) × {cpus_per_actor:g} CPU{extra}, mas há {free:g} CPU(s) "
-            f"livre(s) de {total:g} no cluster: os atores esperariam para sempre. Peça menos "
-            "atores ou menos CPUs por ator, encerre atores anteriores (ray.kill) ou junte mais nós."
-        )
-    return wanted or fits
-
-
-def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
-    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para as tarefas de leitura e
-    gravação (1 CPU cada, por padrão; sem elas, a listagem dos arquivos nunca começa)."""
-    import ray
-
-    total = float(ray.cluster_resources().get("CPU", 0.0))
-    return max(0.05, min(1.0, round((total - reserve) / actors, 2)))
-
-
 def start_actors(blob: bytes, n: int, *, threads: int = 1, cpus: float = 1) -> list[Any]:
     """Cria ``n`` atores :class:`Predictor` e espera todos carregarem o modelo."""
     import ray
@@ -175,7 +181,9 @@ def run_side_by_side(actors: list[Any], images: np.ndarray, batch_size: int) -> 
 
     parts = [ray.put(p) for p in np.array_split(images, len(actors))]
     start_at = time.time() + 0.5  # todos os pedidos chegam antes dessa hora
-    calls = [a.predict_from.remote(p, batch_size, start_at) for a, p in zip(actors, parts, strict=True)]
+    calls = [
+        a.predict_from.remote(p, batch_size, start_at) for a, p in zip(actors, parts, strict=True)
+    ]
     out = ray.get(calls)
     seconds = max(o[1] for o in out) - min(o[0] for o in out)
     labels, confidence = (np.concatenate([o[i] for o in out]) for i in (2, 3))
