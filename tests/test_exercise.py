@@ -4,7 +4,6 @@ autoverificações (``labutils.multiworker.checks``)."""
 from __future__ import annotations
 
 import pickle
-import re
 import shutil
 import subprocess
 import sys
@@ -120,11 +119,13 @@ def test_student_notebook_has_todos_and_no_solution():
         "load_model(",
         ".shard(num_workers, worker_index)",
         "from_logits=False)",
+        "TensorflowTrainer(",
+        "trainer.fit()",
         "BEGIN SOLUTION",
         "STUB:",
     ):
         assert secret not in code, secret
-    for number in range(1, 8):
+    for number in range(1, 7):
         assert f"TODO {number}" in code or f"todo({number}," in code, number
     assert (
         "SOLUÇÃO" not in student.cells[0].source
@@ -222,51 +223,6 @@ def test_check_accuracy(capsys):
     assert "SIMULADOS" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- o notebook do aluno, rodando
-
-
-@pytest.mark.slow
-def test_student_notebook_says_not_done_at_every_todo_without_a_traceback():
-    """Roda o notebook do aluno como ele vem, célula a célula (como quem roda uma de cada vez),
-    até o treino: as células do enunciado funcionam, e cada verificação de TODO 1 a 6 para com a
-    mensagem amigável "ainda não terminado", sem traceback do Python."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    nb = nbformat.read(STUDENT, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(STUDENT.parent)}},
-    )
-    failed: list[int] = []
-    with client.setup_kernel():
-        try:
-            for index, cell in enumerate(nb.cells):
-                # o exemplo completo (seção 3) é o mesmo da solução, que o nbval já executa
-                if cell.cell_type != "code" or "exemplo" in cell.metadata.get("tags", []):
-                    continue
-                if "run_trainer(trainer)" in cell.source:
-                    break  # o treino precisa dos TODOs prontos
-                try:
-                    client.execute_cell(cell, index)
-                except CellExecutionError:
-                    failed.append(index)
-        finally:
-            nb.cells.append(nbformat.v4.new_code_cell("import ray\nray.shutdown()"))
-            client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
-    assert failed, "o notebook do aluno deveria parar nos TODOs"
-    todos = []
-    for index in failed:
-        cell = nb.cells[index]
-        assert cell.source.startswith("checks.check_"), (
-            f"falhou fora de uma verificação: {cell.source}"
-        )
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        assert errors[0].ename == "TodoNotDone", errors[0]
-        assert "ainda não terminado" in errors[0].evalue
-        shown = "\n".join(errors[0].traceback)
-        assert "Traceback" not in shown and len(errors[0].traceback) <= 3, shown
-        todos.append(re.search(r"TODO \d", errors[0].evalue)[0])
-    assert todos == [f"TODO {n}" for n in range(1, 7)], todos
+# O notebook do aluno intacto, rodando do início ao fim (cada verificação diz "ainda não
+# terminado", sem traceback), é conferido em tests/test_grade.py, na mesma correção que dá as
+# notas: o mesmo kernel serve aos dois.

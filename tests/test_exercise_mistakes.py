@@ -1,8 +1,10 @@
 """As autoverificações da lição 07 contra respostas erradas, e a prova de que as fatias são disjuntas.
 
 Cada erro plausível de aluno é aplicado ao código da SOLUÇÃO (uma troca de texto numa célula);
-a verificação correspondente tem de falhar com a sua mensagem, e a solução intacta passa em
-todas. Tudo em nível de função (sem iniciar workers do Ray): segundos, não minutos.
+a verificação logo abaixo daquele TODO (a rápida, que roda antes do treino de verdade) tem de
+falhar com a sua mensagem, e a solução intacta passa em todas. Os TODOs 1, 2 e 4 são conferidos
+no próprio processo (frações de segundo); a função de treino (TODO 3), em 2 processos por um
+passo (~7–12 s cada), sem iniciar o Ray.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import pytest  # noqa: E402
 import ray  # noqa: E402
 import ray.train  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from ray.train import ScalingConfig  # noqa: E402
+from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig  # noqa: E402
+from ray.train.tensorflow import TensorflowTrainer  # noqa: E402
 
+from labutils import config as lab_config  # noqa: E402
 from labutils import multiworker  # noqa: E402
+from labutils.data import load_cifar100  # noqa: E402
 from labutils.multiworker import checks  # noqa: E402
 from labutils.multiworker.worker_checks import _numbered  # noqa: E402
 from labutils.tf.data import get_data, split_validation  # noqa: E402
@@ -32,6 +37,22 @@ from labutils.tf.model import create_model  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 PLAN = multiworker.WorkerPlan(2, False, {"CPU": 1.0})
+CONFIG = {"batch_per_worker": 64, "epochs": 2}
+NAMESPACE = {
+    **{"json": json, "os": os, "tempfile": tempfile, "time": time, "tf": tf, "ray": ray},
+    **{"checks": checks, "multiworker": multiworker, "lab_config": lab_config, "plan": PLAN},
+    **{"get_data": get_data, "split_validation": split_validation, "create_model": create_model},
+    **{"load_cifar100": load_cifar100, "config": CONFIG, "TensorflowTrainer": TensorflowTrainer},
+    **{"ScalingConfig": ScalingConfig, "RunConfig": RunConfig, "FailureConfig": FailureConfig},
+    "CheckpointConfig": CheckpointConfig,
+}
+#: as células que definem as peças do aluno, na ordem do notebook
+PIECES = (
+    "def worker_datasets(",
+    "def build_model(",
+    "def train_loop_per_worker(",
+    "trainer = TensorflowTrainer(\n    train_loop_per_worker,",
+)
 
 
 def _cell(defines: str) -> str:
@@ -39,21 +60,39 @@ def _cell(defines: str) -> str:
     return next(c.source for c in cells if c.cell_type == "code" and defines in c.source)
 
 
-def _solution(defines: str, *swaps: tuple[str, str]) -> dict:
-    """Executa a célula da solução que contém ``defines``, com cada ``(trecho, troca)`` aplicada."""
-    source = _cell(defines)
+def _solution(*swaps: tuple[str, str]) -> dict:
+    """Executa as células das peças do aluno da solução, com cada ``(trecho, troca)`` aplicada."""
+    sources = [_cell(piece) for piece in PIECES]
     for old, new in swaps:
-        assert old in source, f"o erro {old!r} não se aplica mais à solução: atualize o teste"
-        source = source.replace(old, new)
-    ns = {
-        "__name__": "__main__",
-        **{"json": json, "os": os, "tempfile": tempfile, "time": time, "tf": tf, "ray": ray},
-        **{"ScalingConfig": ScalingConfig, "plan": PLAN, "checks": checks},
-        **{"multiworker": multiworker, "get_data": get_data, "create_model": create_model},
-    }
-    exec(compile(source, str(SOLUTION), "exec"), ns)
+        hits = [i for i, source in enumerate(sources) if old in source]
+        assert hits, f"o erro {old!r} não se aplica mais à solução: atualize o teste"
+        sources[hits[0]] = sources[hits[0]].replace(old, new)
+    ns = {"__name__": "__main__", **NAMESPACE}
+    for source in sources:
+        exec(compile(source, str(SOLUTION), "exec"), ns)
+    ns["_touched"] = {PIECES[i] for i, source in enumerate(sources) if source != _cell(PIECES[i])}
     return ns
 
+
+def _check_data(ns):
+    checks.check_worker_datasets(ns["worker_datasets"])
+
+
+def _check_model(ns):
+    checks.check_build_model(ns["build_model"])
+
+
+def _check_loop(ns):
+    checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
+
+
+def _check_trainer(ns):
+    checks.check_trainer(ns["trainer"], PLAN, ns["train_loop_per_worker"])
+
+
+#: a verificação de cada TODO, na ordem do notebook (a 1ª que falhar é a que o aluno vê)
+FAST_CHECKS = {"TODO 1": _check_data, "TODO 2": _check_model, "TODO 3": _check_loop}
+FAST_CHECKS["TODO 4"] = _check_trainer
 
 SHARD_LINES = (
     "    train = train.shard(num_workers, worker_index)  # ANTES do shuffle (que está no get_data)\n"
@@ -61,68 +100,49 @@ SHARD_LINES = (
 )
 NO_SHARD = (SHARD_LINES, "")
 DATA_POLICY = ("AutoShardPolicy.OFF", "AutoShardPolicy.DATA")
+STRATEGY = (
+    "    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # 1º, antes de qualquer op do TF\n"
+)
+MODEL = "    model = build_model(strategy, cifar.num_classes)\n"
+REPORT = (
+    "            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))"
+)
 
-# (nome do erro, célula, trocas, verificação, argumento, mensagem esperada)
+# (nome do erro, trocas, onde deve ser pego, mensagem esperada)
 MISTAKES = [
     (
         "modelo fora do escopo",
-        "def build_model(",
         [("    with strategy.scope():\n", "    if True:  # sem escopo\n")],
-        checks.check_build_model,
-        "build_model",
+        "TODO 2",
         "FORA do escopo",
     ),
     (
         "from_logits=True depois da softmax",
-        "def build_model(",
         [("from_logits=False", "from_logits=True")],
-        checks.check_build_model,
-        "build_model",
+        "TODO 2",
         "from_logits=True",
     ),
     (
-        "lote por worker usado como global (função)",
-        "def global_batch_size(",
-        [("return batch_per_worker * num_workers", "return batch_per_worker")],
-        checks.check_global_batch,
-        "global_batch_size",
-        "esperado 128",
-    ),
-    (
         "lote por worker usado como global (dados)",
-        "def worker_datasets(",
         [("global_batch=global_batch)", "global_batch=global_batch // num_workers)")],
-        checks.check_worker_datasets,
-        "worker_datasets",
+        "TODO 1",
         "lote GLOBAL",
     ),
-    (
-        "sem fatiar: cada worker lê tudo",
-        "def worker_datasets(",
-        [NO_SHARD],
-        checks.check_worker_datasets,
-        "worker_datasets",
-        "se sobrepõem",
-    ),
+    ("sem fatiar: cada worker lê tudo", [NO_SHARD], "TODO 1", "se sobrepõem"),
     (
         "fatia automática DATA com shuffle sem semente (o código antigo)",
-        "def worker_datasets(",
         [NO_SHARD, DATA_POLICY],
-        checks.check_worker_datasets,
-        "worker_datasets",
+        "TODO 1",
         "Fatie com dataset.shard",
     ),
     (
         "fatia dupla: shard à mão e a fatia automática DATA",
-        "def worker_datasets(",
         [DATA_POLICY],
-        checks.check_worker_datasets,
-        "worker_datasets",
+        "TODO 1",
         "não foram vistos",
     ),
     (
         "fatia depois do shuffle",
-        "def worker_datasets(",
         [
             NO_SHARD,
             (
@@ -131,68 +151,104 @@ MISTAKES = [
                 "    return train_ds.with_options",
             ),
         ],
-        checks.check_worker_datasets,
-        "worker_datasets",
+        "TODO 1",
         "Fatie com dataset.shard",
     ),
     (
-        "número errado de workers",
-        "scaling_config = ScalingConfig(",
-        [("num_workers=plan.num_workers", "num_workers=4")],
-        checks.check_scaling_config,
-        "scaling_config",
-        "num_workers=4",
+        "estratégia criada depois de carregar os dados",
+        [(STRATEGY, ""), (MODEL, STRATEGY.replace("  # 1º", "  # tarde") + MODEL)],
+        "TODO 3",
+        "não foi a primeira operação",
+    ),
+    (
+        "MirroredStrategy no lugar da MultiWorkerMirroredStrategy",
+        [
+            (
+                "tf.distribute.MultiWorkerMirroredStrategy()  # 1º",
+                "tf.distribute.MirroredStrategy()  # 1º",
+            )
+        ],
+        "TODO 3",
+        "usa MirroredStrategy com 1 réplica",
+    ),
+    (
+        "lote por worker usado como global (função de treino)",
+        [
+            (
+                'global_batch = config["batch_per_worker"] * num_workers',
+                'global_batch = config["batch_per_worker"]',
+            )
+        ],
+        "TODO 3",
+        "lote GLOBAL, 128",
     ),
     (
         "report só no rank 0, sem a barreira",
-        "def report_to_ray(",
-        [
-            (
-                "        ray.train.report(metrics, checkpoint=checkpoint)",
-                "        if rank == 0:\n            ray.train.report(metrics, checkpoint=checkpoint)",
-            )
-        ],
-        checks.check_reporting,
-        "report_to_ray",
+        [(REPORT, "            if rank == 0:\n    " + REPORT)],
+        "TODO 3",
         "barreira",
     ),
     (
         "report sem checkpoint",
-        "def report_to_ray(",
-        [("ray.train.report(metrics, checkpoint=checkpoint)", "ray.train.report(metrics)")],
-        checks.check_reporting,
-        "report_to_ray",
+        [(REPORT, "            ray.train.report(metrics)")],
+        "TODO 3",
         "sem checkpoint",
+    ),
+    (
+        "número errado de workers",
+        [("num_workers=plan.num_workers", "num_workers=4")],
+        "TODO 4",
+        "num_workers=4",
+    ),
+    (
+        "sem recomeço após falha",
+        [("        failure_config=FailureConfig(max_failures=2),", "")],
+        "TODO 4",
+        "FailureConfig",
+    ),
+    (
+        "nome repetido: retomaria a execução anterior",
+        [("name=f\"licao07-{time.strftime('%Y%m%d-%H%M%S')}\"", 'name="."')],
+        "TODO 4",
+        "nome NOVO",
     ),
 ]
 
 
-def _call(check, ns: dict, name: str) -> None:
-    if check is checks.check_scaling_config:
-        check(ns[name], PLAN)
-    else:
-        check(ns[name])
+def _first_failure(ns: dict) -> tuple[str, checks.CheckFailed]:
+    """Roda as verificações na ordem do notebook; devolve a 1ª que falhou e o erro.
+
+    A do TODO 3 (2 processos, segundos) só roda se o erro mexeu na função de treino: intacta, ela
+    é a da solução, que passa (teste acima)."""
+    for todo, check in FAST_CHECKS.items():
+        if check is _check_loop and "def train_loop_per_worker(" not in ns["_touched"]:
+            continue
+        try:
+            check(ns)
+        except checks.CheckFailed as err:
+            return todo, err
+    raise AssertionError("nenhuma verificação rápida falhou")
 
 
+@pytest.mark.timeout(120)
 def test_the_untouched_solution_passes_every_check(capsys):
-    cells = {m[1]: m for m in MISTAKES}
-    for _, defines, _, check, name, _ in cells.values():
-        _call(check, _solution(defines), name)
-    assert capsys.readouterr().out.count("✅") == len(cells)
+    ns = _solution()
+    for check in FAST_CHECKS.values():
+        check(ns)
+    assert capsys.readouterr().out.count("✅") == len(FAST_CHECKS) + 1  # trainer: 2 linhas
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    ("defines", "swaps", "check", "name", "message"),
-    [m[1:] for m in MISTAKES],
-    ids=[m[0] for m in MISTAKES],
+    ("swaps", "where", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES]
 )
-def test_each_student_mistake_fails_its_check_with_its_message(
-    defines, swaps, check, name, message
-):
-    ns = _solution(defines, *swaps)
-    with pytest.raises(checks.CheckFailed, match=message) as info:
-        _call(check, ns, name)
-    assert info.value._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
+def test_each_student_mistake_is_caught_by_the_fast_check_of_its_todo(swaps, where, message):
+    """O erro é pego pela verificação rápida do TODO onde ele está, com a sua mensagem, antes
+    do treino de verdade (nenhuma verificação anterior reclama)."""
+    todo, err = _first_failure(_solution(*swaps))
+    assert todo == where, f"pego em {todo}, esperado em {where}: {err}"
+    assert message in str(err), str(err)
+    assert err._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
 
 
 def test_the_check_result_sees_what_the_model_used_not_the_strategy_object():
@@ -243,7 +299,7 @@ def _shards_cover_once(num_workers: int, worker_datasets) -> None:
 
 @pytest.mark.parametrize("num_workers", [2, 3])
 def test_worker_shards_are_disjoint_and_cover_train_and_validation_once(num_workers):
-    _shards_cover_once(num_workers, _solution("def worker_datasets(")["worker_datasets"])
+    _shards_cover_once(num_workers, _solution()["worker_datasets"])
 
 
 @pytest.mark.parametrize(
@@ -251,6 +307,6 @@ def test_worker_shards_are_disjoint_and_cover_train_and_validation_once(num_work
 )
 def test_the_shard_test_fails_if_the_fix_is_reverted(swaps):
     """Desfeita a correção, o mesmo teste das fatias falha (sobreposição ou buracos)."""
-    worker_datasets = _solution("def worker_datasets(", *swaps)["worker_datasets"]
+    worker_datasets = _solution(*swaps)["worker_datasets"]
     with pytest.raises(AssertionError, match="uma vez só"):
         _shards_cover_once(2, worker_datasets)

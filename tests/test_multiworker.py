@@ -257,7 +257,7 @@ def _loop_from(notebook: Path) -> dict:
     import nbformat
 
     ns = {"__name__": "__main__", "checks": checks, "multiworker": multiworker}
-    names = ("global_batch_size", "worker_datasets", "build_model", "train_epochs", "report_to_ray")
+    names = ("worker_datasets", "build_model", "train_loop_per_worker")
     for cell in nbformat.read(notebook, as_version=4).cells:
         if any(f"def {name}(" in cell.source for name in names):
             exec(compile(cell.source, str(notebook), "exec"), ns)
@@ -266,20 +266,19 @@ def _loop_from(notebook: Path) -> dict:
 
 def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers():
     student = _loop_from(SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb"))
-    todo5 = (
-        "TODO 5 ainda não terminado: crie a estratégia tf.distribute.MultiWorkerMirroredStrategy."
-    )
-    assert multiworker.pending_todo(student["train_loop_per_worker"]) == todo5
+    todo3 = "TODO 3 ainda não terminado: escreva a função de treino de cada worker."
+    assert multiworker.pending_todo(student["train_loop_per_worker"]) == todo3
     trainer = _FakeTrainer(lambda: pytest.fail("fit() não deveria rodar"))
     trainer.train_loop_per_worker = student["train_loop_per_worker"]
     start = time.monotonic()
-    with pytest.raises(checks.TodoNotDone, match="TODO 5 ainda não terminado"):
+    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
         multiworker.run_trainer(trainer, timeout_s=5)
-    assert time.monotonic() - start < 1
-    # TODO 5 e TODO 6 feitos: sobram os TODOs 2, 3 e 4, nas funções que o laço chama
-    for name in ("train_epochs", "report_to_ray"):
-        exec(compile(_source_of(SOLUTION, name), str(SOLUTION), "exec"), student)
-    assert multiworker.pending_todo(student["train_loop_per_worker"]).startswith("TODO 2 ")
+    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
+        checks.check_training_function(student["train_loop_per_worker"], {"batch_per_worker": 8})
+    assert time.monotonic() - start < 1  # nenhum processo iniciado
+    # TODO 3 feito: sobram os TODOs 1 e 2, nas funções que a função de treino chama
+    exec(compile(_source_of(SOLUTION, "train_loop_per_worker"), str(SOLUTION), "exec"), student)
+    assert multiworker.pending_todo(student["train_loop_per_worker"]).startswith("TODO 1 ")
     solution = _loop_from(SOLUTION)
     assert multiworker.pending_todo(solution["train_loop_per_worker"]) is None
 
@@ -352,43 +351,54 @@ def test_launch_by_hand_reports_a_failing_worker(by_value, tmp_path):
 
 # O driver roda num processo à parte (morto com SIGKILL no limite): executa as células da
 # solução marcadas com a tag "multinode", conectado ao cluster por RAY_ADDRESS, com duas mudanças
-# só de teste: menos épocas (``epochs``) e o report_to_ray da solução embrulhado — depois de cada
-# report, cada worker anota num arquivo a época, o seu PID e o seu nó (um PID novo = uma nova
-# tentativa do Ray Train). No fim, troca o laço pela versão do aluno (TODOs) e confere a
-# mensagem amigável.
+# só de teste: menos épocas (``epochs``) e a função de treino da solução embrulhada — no worker, o
+# ``ray.train.report`` ganha uma anotação: depois de cada report, cada worker anota num arquivo a
+# época, o seu PID e o seu nó (um PID novo = uma nova tentativa do Ray Train). No fim, troca a
+# função pela versão do aluno (TODO) e confere a mensagem amigável.
 _FAULT_DRIVER = """
-import dataclasses, json, os, sys
+import json, os, sys
 import nbformat
 from tools import make_student_notebook as exercise
 nb = nbformat.read(sys.argv[1], as_version=4)
 log_dir, epochs = sys.argv[2], int(sys.argv[3])
 cells = [c for c in nb.cells if "multinode" in c.metadata.get("tags", [])]
 ns = {"__name__": "__main__"}
+
+
+def logged(config, _loop=None):
+    import ray
+    import ray.train
+
+    real = ray.train.report
+
+    def report(metrics, checkpoint=None, **kwargs):
+        real(metrics, checkpoint=checkpoint, **kwargs)
+        rank = ray.train.get_context().get_world_rank()
+        node = ray.get_runtime_context().get_node_id()
+        line = {"epoch": metrics["epoch"], "pid": os.getpid(), "node_id": node}
+        with open(os.path.join(log_dir, f"rank{rank}.jsonl"), "a") as f:
+            f.write(json.dumps(line) + "\\n")
+
+    ray.train.report = report
+    _loop(config)
+
+
 for cell in cells:
-    if "result = multiworker.run_trainer(trainer)" in cell.source:
-        ns["size"] = dataclasses.replace(ns["size"], multiworker_epochs=epochs)
-
-        def logged(model, metrics, info, _report=ns["report_to_ray"]):
-            _report(model, metrics, info)
-            line = {"epoch": metrics["epoch"], "pid": info["pid"], "node_id": info["node_id"]}
-            with open(os.path.join(log_dir, f"rank{info['rank']}.jsonl"), "a") as f:
-                f.write(json.dumps(line) + "\\n")
-
-        ns["report_to_ray"] = logged
+    if "trainer = TensorflowTrainer(" in cell.source and "train_loop_per_worker," in cell.source:
+        logged.__defaults__ = (ns["train_loop_per_worker"],)
+        ns["train_loop_per_worker"] = logged
     exec(compile(cell.source, "<solução>", "exec"), ns)
+    if cell.source.startswith("config = "):
+        ns["config"]["epochs"] = epochs
 result, workers = ns["result"], ns["workers"]
 with result.checkpoint.as_directory() as d:
     files = sorted(os.listdir(d))
 report = {"metrics": result.metrics, "workers": workers, "files": files,
           "nodes": [n["NodeID"] for n in ns["ray"].nodes() if n["Alive"]]}
-loop = next(c for c in cells if "def train_epochs" in c.source)
+loop = next(c for c in cells if "def train_loop_per_worker" in c.source)
 exec(compile(exercise.strip_solutions(loop.source), "<aluno>", "exec"), ns)
 try:
-    ns["multiworker"].run_trainer(ns["TensorflowTrainer"](
-        ns["train_loop_per_worker"], train_loop_config=ns["config"],
-        scaling_config=ns["scaling_config"],
-        run_config=ns["RunConfig"](name="todo", storage_path=ns["lab_config"].train_storage()),
-    ), timeout_s=180)
+    ns["checks"].check_training_function(ns["train_loop_per_worker"], ns["config"])
     report["todo"] = None
 except ns["checks"].TodoNotDone as err:
     report["todo"] = str(err)
@@ -442,7 +452,7 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
     (SIGKILL no ``ray start`` e nos descendentes): o Ray Train recomeça os 2 workers nos 2 nós que
     sobraram, o laço retoma do último checkpoint e termina as épocas. No fim, os 2 workers estão
     em nós distintos, com a estratégia, o ``TF_CONFIG`` e o checkpoint certos, e o laço do aluno
-    para no TODO 5 com a mensagem amigável."""
+    para no TODO 3 com a mensagem amigável."""
 
     from labutils.cluster import LocalCluster
 
@@ -519,4 +529,4 @@ def test_training_survives_losing_a_worker_node_and_resumes_from_the_checkpoint(
     assert {w["tf_config"]["task"]["index"] for w in workers} == {0, 1}
     assert "model.keras" in report["files"] and "worker_1.json" in report["files"]
     assert report["metrics"]["loss"] > 0
-    assert (report["todo"] or "").startswith("TODO 5 ainda não terminado: crie a estratégia")
+    assert (report["todo"] or "").startswith("TODO 3 ainda não terminado: escreva a função")

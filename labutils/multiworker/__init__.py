@@ -5,11 +5,12 @@ Cada módulo faz uma coisa:
 - :mod:`~labutils.multiworker.legacy_keras`: o tf-keras que a estratégia exige no ``model.fit``;
 - :mod:`~labutils.multiworker.plan`: o cluster comporta os workers pedidos? (falha na hora);
 - :mod:`~labutils.multiworker.workers`: o que cada worker usou, gravado no checkpoint; retomar;
-- :mod:`~labutils.multiworker.launch`: ``trainer.fit()`` com prazo e TODOs traduzidos;
+- :mod:`~labutils.multiworker.launch`: achar um TODO pendente; ``trainer.fit()`` com prazo (o
+  benchmark usa; no notebook, o ``fit`` é do aluno);
 - :mod:`~labutils.multiworker.by_hand` (e ``worker_process``, o processo de cada worker): o
   mesmo treino sem Ray, com ``TF_CONFIG`` à mão;
-- :mod:`~labutils.multiworker.checks` (e ``worker_checks``, ``feedback``): as autoverificações
-  do notebook do aluno e as suas mensagens.
+- :mod:`~labutils.multiworker.checks` (e ``worker_checks``, ``loop_check``, ``feedback``): as
+  autoverificações do notebook do aluno e as suas mensagens.
 
 Os nomes mais usados ficam aqui (``multiworker.plan_workers``...). Nenhum destes módulos importa
 o TensorFlow ao ser importado: ``use_legacy_keras()`` precisa rodar antes.
@@ -24,6 +25,7 @@ from labutils.multiworker.workers import (
     describe_worker,
     read_workers,
     resume,
+    save_checkpoint,
     strategy_name,
     workers_table,
     write_worker,
@@ -42,6 +44,7 @@ __all__ = [
     "resume",
     "run_trainer",
     "runtime_env",
+    "save_checkpoint",
     "strategy_name",
     "tf_configs",
     "use_legacy_keras",

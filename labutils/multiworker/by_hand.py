@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ def launch_by_hand(
     num_workers: int = 2,
     timeout_s: float | None = None,
     workdir: str | os.PathLike | None = None,
+    raise_on_error: bool = True,
 ) -> list[dict[str, Any]]:
     """Roda ``fn(config)`` em ``num_workers`` processos Python locais, cada um com seu TF_CONFIG.
 
@@ -54,8 +54,10 @@ def launch_by_hand(
     worker, dar a cada um seu ``TF_CONFIG`` e recolher os resultados. Todos os processos são
     mortos (SIGKILL) se passarem de ``timeout_s``: um worker cujo par não sobe trava para sempre.
     Devolve, por worker: ``tf_config``, ``returncode``, ``seconds``, ``value`` (o retorno de fn).
-    Os logs de cada processo ficam em ``workdir`` (padrão: uma pasta temporária nova), que é
-    apagada quando tudo dá certo.
+    Se um worker termina com erro, os outros são encerrados na hora (o par dele esperaria para
+    sempre) e sobe ``RuntimeError`` com o fim do log dele; com ``raise_on_error=False``, devolve
+    as linhas mesmo assim (``error``: o traceback de quem falhou, ``None`` nos outros). Os logs de cada processo ficam em
+    ``workdir`` (padrão: uma pasta temporária nova), que é apagada quando tudo dá certo.
     """
     from ray import cloudpickle  # o mesmo serializador que o Ray usa
 
@@ -76,37 +78,43 @@ def launch_by_hand(
         log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
         cmd = [sys.executable, "-m", "labutils.multiworker.worker_process", str(workdir), str(i)]
         procs.append((cfg, log, system.spawn_group(cmd, env=env, stdout=log, stderr=log)))
-    results = []
+    results: dict[int, dict[str, Any]] = {}
     try:
-        for cfg, _log, proc in procs:
-            left = max(0.1, timeout_s - (time.monotonic() - start))
-            try:
-                proc.wait(timeout=left)
-            except subprocess.TimeoutExpired:
-                raise TimeoutError(
-                    f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
-                    f"Logs em {workdir}."
-                ) from None
-            out = workdir / f"result_{cfg['task']['index']}.pkl"
-            value = cloudpickle.loads(out.read_bytes()) if out.exists() else None
-            results.append(
-                {
+        while len(results) < len(procs):  # de olho em todos: um que falha encerra os outros
+            for i, (cfg, _log, proc) in enumerate(procs):
+                if i in results or proc.poll() is None:
+                    continue
+                out = workdir / f"result_{i}.pkl"
+                value = cloudpickle.loads(out.read_bytes()) if out.exists() else None
+                error = workdir / f"error_{i}.txt"
+                results[i] = {
+                    "error": error.read_text(errors="replace") if error.exists() else None,
                     "tf_config": cfg,
                     "returncode": proc.returncode,
                     "seconds": round(time.monotonic() - start, 1),
                     "value": value,
                 }
-            )
+            if any(r["returncode"] != 0 for r in results.values()):
+                break  # o par de um worker que caiu esperaria para sempre
+            if len(results) < len(procs):
+                if time.monotonic() - start > timeout_s:
+                    raise TimeoutError(
+                        f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
+                        f"Logs em {workdir}."
+                    )
+                time.sleep(0.05)
     finally:
         for _cfg, log, proc in procs:  # um worker cujo par não sobe ignora o SIGTERM
             system.kill_group(proc, grace=0)
             log.close()
-    failed = [r for r in results if r["returncode"] != 0]
-    if failed:
+    failed = [r for _, r in sorted(results.items()) if r["returncode"] != 0]
+    if failed and raise_on_error:
         index = failed[0]["tf_config"]["task"]["index"]
-        tail = (workdir / f"worker_{index}.log").read_text(errors="replace")[-2000:]
+        log = (workdir / f"worker_{index}.log").read_text(errors="replace")
+        tail = (log + (failed[0]["error"] or ""))[-2000:]
         raise RuntimeError(
             f"O worker {index} terminou com erro (código {failed[0]['returncode']}):\n{tail}"
         )
-    shutil.rmtree(workdir, ignore_errors=True)  # deu certo: os logs não são mais necessários
-    return results
+    shutil.rmtree(workdir, ignore_errors=True)  # terminou: os logs não são mais necessários
+    empty = {"error": None, "returncode": None, "seconds": None, "value": None}
+    return [results.get(i, {**empty, "tf_config": procs[i][0]}) for i in range(len(procs))]

@@ -5,9 +5,10 @@ Cada ``check_*`` imprime ``✅ ...`` quando está tudo certo e, quando não est�
 (``checks.todo(...)`` ou o marcador ``...``) gera :class:`TodoNotDone`: "ainda não terminado",
 sem um traceback enorme (o Jupyter mostra só a mensagem).
 
-Aqui ficam as conferências feitas no driver (lote global, ``ScalingConfig``, resultado do treino,
-acurácia); as das peças que rodam em cada worker (dados, modelo, report) ficam em
-:mod:`~labutils.multiworker.worker_checks` e são reexportadas aqui.
+Aqui ficam as conferências feitas no driver (lote global, ``ScalingConfig``, o trainer, o
+resultado do treino, a acurácia); as das peças que rodam em cada worker (dados, modelo, report)
+ficam em :mod:`~labutils.multiworker.worker_checks`, e a da função de treino inteira, rodada em
+2 processos por um passo, em :mod:`~labutils.multiworker.loop_check`. Todas são reexportadas aqui.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from labutils.multiworker.feedback import CheckFailed, TodoNotDone, ok, todo, unfinished
+from labutils.multiworker.loop_check import check_training_function
 from labutils.multiworker.worker_checks import (
     check_build_model,
     check_reporting,
@@ -31,6 +33,8 @@ __all__ = [
     "check_reporting",
     "check_result",
     "check_scaling_config",
+    "check_trainer",
+    "check_training_function",
     "check_worker_datasets",
     "todo",
 ]
@@ -76,7 +80,7 @@ def check_scaling_config(scaling_config: Any, plan: Any) -> None:
     """Confere o ``ScalingConfig`` contra o plano (``multiworker.plan_workers``)."""
     from ray.train import ScalingConfig
 
-    unfinished(scaling_config, "scaling_config (TODO 1)")
+    unfinished(scaling_config, "scaling_config")
     if not isinstance(scaling_config, ScalingConfig):
         raise CheckFailed(
             f"scaling_config deve ser um ray.train.ScalingConfig, recebi {type(scaling_config).__name__}."
@@ -99,11 +103,70 @@ def check_scaling_config(scaling_config: Any, plan: Any) -> None:
     ok(f"ScalingConfig: {plan.num_workers} workers, use_gpu={plan.use_gpu}")
 
 
+def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
+    """Confere o ``TensorflowTrainer`` antes do ``fit``: função, workers, pasta, nome, falhas."""
+    from pathlib import Path
+
+    from ray.train.tensorflow import TensorflowTrainer
+
+    unfinished(trainer, "trainer (TODO 4)")
+    if not isinstance(trainer, TensorflowTrainer):
+        raise CheckFailed(
+            f"trainer deve ser um ray.train.tensorflow.TensorflowTrainer, recebi "
+            f"{type(trainer).__name__}."
+        )
+    if trainer.train_loop_per_worker is not train_loop_per_worker:
+        raise CheckFailed(
+            "O trainer não recebeu a sua train_loop_per_worker (o 1º argumento do "
+            "TensorflowTrainer é a função que cada worker roda)."
+        )
+    from labutils.multiworker.launch import pending_todo
+
+    pending = pending_todo(train_loop_per_worker)
+    if pending:  # dentro dos workers, o erro se repetiria a cada nova tentativa
+        raise TodoNotDone(pending)
+    config = trainer.train_loop_config or {}
+    if not {"batch_per_worker", "epochs"} <= set(config):
+        raise CheckFailed(
+            f"train_loop_config={trainer.train_loop_config!r}: passe train_loop_config=config "
+            "(o dicionário com batch_per_worker e epochs que a função recebe)."
+        )
+    check_scaling_config(trainer.scaling_config, plan)
+    run = trainer.run_config
+    if not run.storage_path:
+        raise CheckFailed(
+            "RunConfig sem storage_path: os checkpoints iriam para ~/ray_results. Use "
+            "storage_path=lab_config.train_storage() (num cluster, uma pasta que todos os nós veem)."
+        )
+    if not run.name or (Path(str(run.storage_path)) / run.name).exists():
+        raise CheckFailed(
+            f"RunConfig(name={run.name!r}): dê um nome NOVO a cada execução (ex.: com a hora); "
+            "com um nome repetido, o Ray Train V2 retomaria o estado da execução anterior."
+        )
+    failures = getattr(run.failure_config, "max_failures", 0)
+    if not failures or failures < 1:
+        raise CheckFailed(
+            f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
+            "failure_config=FailureConfig(max_failures=2), senão um worker que cai perde o treino."
+        )
+    ok(
+        f"TensorflowTrainer: {plan.num_workers} workers, checkpoints em {run.storage_path}, "
+        f"recomeça até {failures} vez(es) se um worker cair"
+    )
+
+
 def check_result(
-    result: Any, workers: list[dict], *, num_workers: int, batch_per_worker: int
+    result: Any,
+    workers: list[dict] | None = None,
+    *,
+    num_workers: int,
+    batch_per_worker: int,
 ) -> None:
-    """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker viu."""
-    unfinished(result, "result")
+    """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker viu.
+
+    ``workers``: as descrições gravadas no checkpoint (padrão: lidas de ``result.checkpoint``).
+    """
+    unfinished(result, "result (TODO 5)")
     if getattr(result, "checkpoint", None) is None:
         raise CheckFailed(
             "O treino não devolveu checkpoint: chame ray.train.report(métricas, "
@@ -117,6 +180,10 @@ def check_result(
             "No Ray Train V2 as métricas só são guardadas quando vêm junto com um checkpoint."
         )
     ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
+    if workers is None:
+        from labutils.multiworker.workers import read_workers
+
+        workers = read_workers(result.checkpoint)
     if len(workers) != num_workers:
         raise CheckFailed(
             f"O checkpoint tem a descrição de {len(workers)} worker(s), esperado {num_workers}: "
@@ -153,7 +220,7 @@ def check_result(
 
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
-    unfinished(accuracy, "test_accuracy (TODO 7)")
+    unfinished(accuracy, "test_accuracy (TODO 6)")
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
     try:

@@ -4,6 +4,7 @@
   (``model.distribute_strategy``, não um objeto de estratégia qualquer);
 - :func:`write_worker` / :func:`read_workers` / :func:`workers_table`: ``worker_<rank>.json`` na
   pasta do checkpoint (o Ray Train junta os arquivos de todos os workers numa pasta só);
+- :func:`save_checkpoint`: o que vai na pasta do checkpoint de uma época (modelo e worker);
 - :func:`checkpoint_epoch` / :func:`resume`: recomeçar da época seguinte à gravada.
 """
 
@@ -73,6 +74,26 @@ def write_worker(directory: str | os.PathLike, info: dict[str, Any]) -> Path:
     path = Path(directory) / WORKER_FILE.format(rank=info["rank"])
     path.write_text(json.dumps(info, indent=1), encoding="utf-8")
     return path
+
+
+def save_checkpoint(
+    directory: str | os.PathLike, model: Any, *, epoch: int, global_batch: int
+) -> dict[str, Any]:
+    """Prepara a pasta do checkpoint de uma época, em QUALQUER worker: o modelo e o worker.
+
+    Salvar sob a ``MultiWorkerMirroredStrategy`` é uma operação coletiva: todos os workers chamam
+    ``model.save``; só o rank 0 salva em ``directory`` (``model.keras``), os outros numa pasta
+    descartável. Cada worker grava ali o seu ``worker_<rank>.json`` (:func:`describe_worker`,
+    com a época). Devolve essa descrição. O ``ray.train.report`` continua com quem chama.
+    """
+    import tempfile
+
+    info = {**describe_worker(model, global_batch), "epoch": int(epoch)}
+    with tempfile.TemporaryDirectory() as scratch:
+        target = directory if info["rank"] in (0, None) else scratch
+        model.save(os.path.join(target, "model.keras"))
+    write_worker(directory, info if info["rank"] is not None else {**info, "rank": 0})
+    return info
 
 
 def checkpoint_epoch(directory: str | os.PathLike) -> int:
