@@ -38,7 +38,7 @@ browser:
 	  else echo "Falta o Chromium (/usr/bin/chromium): sudo apt-get install chromium"; fi; }
 
 test: setup lint browser
-	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_RERUN=1 $(PY) -m pytest --durations=20
+	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest --durations=20
 
 # Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
 # (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke

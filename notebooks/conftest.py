@@ -3,39 +3,53 @@
 - O notebook do aluno (``*_aluno.ipynb``) para de propósito no primeiro TODO: o nbval não o
   executa. Ele é testado em ``tests/test_exercise.py`` (gerado a partir da solução, e falha só
   com a mensagem amigável de "ainda não terminado").
-- "Run All" duas vezes: com ``LABUTILS_NBVAL_RERUN=1`` (o ``make test`` liga), cada notebook é
-  executado do início ao fim num kernel novo e, logo depois, **de novo no mesmo kernel** — como
-  um aluno que roda tudo outra vez. Os itens da segunda passada se chamam ``Rerun N``.
-  Exceto os de :data:`RUN_ONCE`, que sobem clusters locais, treinos multi-worker ou vários
-  processos com TensorFlow: a segunda passada deles custaria ~5 min a mais nos 23–25 min de
-  pytest medidos num clone novo em 2 núcleos. ``LABUTILS_NBVAL_RERUN=all`` roda também esses duas vezes.
+- **O caminho principal, sem as partes opcionais.** Com ``LABUTILS_NBVAL_CORE=1`` (o
+  ``make test`` liga), cada notebook que tem células com a tag :data:`OPTIONAL_TAG` roda uma
+  segunda vez, num kernel novo, **sem** essas células: como a turma que pula as seções
+  opcionais. Os itens se chamam ``NOME.ipynb[sem opcionais]::Cell N``. Uma célula principal que
+  dependa de algo definido numa opcional falha aqui. (Essa passada substitui a de rodar o mesmo
+  notebook duas vezes no mesmo kernel.) Exceto os de :data:`CORE_RUN_SKIPPED`, com o motivo.
 - Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
   de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
   ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
   limite de reserva se nem o kernel responder.
 """
 
+from __future__ import annotations
+
 import os
 
+import nbformat
 import pytest
+from nbval.plugin import IPyNbFile
 
-#: notebooks executados uma vez só mesmo com ``LABUTILS_NBVAL_RERUN=1`` (veja o docstring)
-RUN_ONCE = {
-    "04_cluster_ray.ipynb",
-    "06_inferencia_em_lote.ipynb",
-    "07_exercicio_multiworker_solucao.ipynb",
+#: a tag das células de uma seção opcional (o título dela também diz "(opcional)")
+OPTIONAL_TAG = "opcional"
+
+#: notebooks cujo caminho principal não roda de novo, e por quê
+CORE_RUN_SKIPPED = {
+    "07_exercicio_multiworker_solucao.ipynb": (
+        "o caminho principal do exercício roda no notebook do aluno corrigido "
+        "(tests/test_grade.py) e a solução inteira já roda aqui; outra passada custaria ~3 min"
+    ),
 }
 
 #: limite (s) de cada célula de notebook no pytest-timeout; o nbval corta em 900 s
 NOTEBOOK_CELL_TIMEOUT_S = 960
 
 
-def _with_timeout(items) -> None:
-    from nbval.plugin import IPyNbCell
+def core_cells(nb) -> list:
+    """As células do notebook sem as da tag :data:`OPTIONAL_TAG`."""
+    return [c for c in nb.cells if OPTIONAL_TAG not in c.get("metadata", {}).get("tags", [])]
 
-    for item in items:
-        if isinstance(item, IPyNbCell) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S))
+
+class CoreOnlyNotebook(IPyNbFile):
+    """O mesmo notebook, num kernel novo, sem as células opcionais."""
+
+    def collect(self):
+        items = list(super().collect())  # lê self.nb e cria um item por célula de código
+        kept = {id(c) for c in core_cells(self.nb)}
+        yield from (item for item in items if id(item.cell) in kept)
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -44,44 +58,31 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def _has_optional_cells(path) -> bool:
+    nb = nbformat.read(str(path), as_version=4)
+    return len(core_cells(nb)) < len(nb.cells)
+
+
+def pytest_collect_file(file_path, parent):
+    opt = parent.config.option
+    if not (opt.nbval or opt.nbval_lax) or file_path.suffix != ".ipynb":
+        return None
+    if os.environ.get("LABUTILS_NBVAL_CORE") != "1" or file_path.name in CORE_RUN_SKIPPED:
+        return None
+    if file_path.name.endswith("_aluno.ipynb") or not _has_optional_cells(file_path):
+        return None
+    name = f"{file_path.name}[sem opcionais]"
+    try:
+        nodeid = f"{file_path.relative_to(parent.config.rootpath).as_posix()}[sem opcionais]"
+    except ValueError:  # fora da raiz do pytest
+        nodeid = name
+    return CoreOnlyNotebook.from_parent(parent, path=file_path, name=name, nodeid=nodeid)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    _rerun_twice(items)
-    _with_timeout(items)
-
-
-def _rerun_twice(items) -> None:
-    mode = os.environ.get("LABUTILS_NBVAL_RERUN")
-    if mode not in ("1", "all"):
-        return
-    once = set() if mode == "all" else RUN_ONCE
     from nbval.plugin import IPyNbCell
 
-    result, current = [], []
-
-    def flush():
-        if current:
-            parent = current[0].parent
-            rerun = [
-                IPyNbCell.from_parent(
-                    parent,
-                    name=f"Rerun {item.cell_num}",
-                    cell_num=item.cell_num,
-                    cell=item.cell,
-                    options=item.options,
-                )
-                for item in current
-            ]
-            result.extend(current if parent.path.name in once else current + rerun)
-            current.clear()
-
     for item in items:
-        if isinstance(item, IPyNbCell):
-            if current and item.parent is not current[0].parent:
-                flush()
-            current.append(item)
-        else:
-            flush()
-            result.append(item)
-    flush()
-    items[:] = result
+        if isinstance(item, IPyNbCell) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S))

@@ -1,0 +1,221 @@
+"""A sala de aula em máquinas separadas: cada "máquina" é um *network namespace* do Linux, com
+seu próprio IP num enlace privado, seu próprio ``HOME`` (o token de cada uma é só dela) e seu
+próprio ``TMPDIR`` (a pasta ``/tmp/ray`` de cada nó).
+
+Os comandos são os do README e da lição 04 (``python -m labutils.cluster start-head`` na
+máquina do instrutor, ``join`` nas dos alunos), e o que se confere é o que uma turma encontra:
+
+- um aluno que roda o ``join`` antes de copiar o token é recusado na hora, e nenhum token é
+  criado na máquina dele; com o token errado, o nó principal recusa em segundos;
+- com o token copiado do instrutor, o aluno entra, e as tarefas da busca da lição 02
+  (``fit_and_score``, a mesma divisão treino/validação) rodam nas duas máquinas, com o mesmo MSE
+  que no driver.
+
+Precisa de root (``ip netns``); sem ele, o teste é pulado com o motivo. O tráfego fica só entre
+endereços dos namespaces que o teste cria; no fim (também se falhar), todo processo iniciado
+dentro deles é encerrado e os namespaces, removidos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from labutils import config
+
+SUBNET = "10.231.77"
+PORT = 6379
+#: nomes curtos e únicos por execução (o nome de uma interface tem no máximo 15 caracteres)
+TAG = f"lab{os.getpid() % 100000}"
+
+
+def _can_make_namespaces() -> str | None:
+    """``None`` se dá para criar namespaces aqui; senão o motivo para pular."""
+    if os.geteuid() != 0:
+        return "precisa de root para criar network namespaces (o CI roda como root)"
+    if not shutil.which("ip"):
+        return "falta o comando `ip` (iproute2)"
+    probe = f"{TAG}probe"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=10)
+    if made.returncode != 0:
+        return f"`ip netns add` falhou: {made.stderr.decode().strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
+    return None
+
+
+_WHY_NOT = _can_make_namespaces()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or ""),
+    pytest.mark.timeout(300),
+]
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+class Machine:
+    """Uma máquina da sala: namespace, IP, ``HOME`` e ``TMPDIR`` próprios."""
+
+    def __init__(self, index: int, root: Path):
+        self.ns = f"{TAG}m{index}"
+        self.ip = f"{SUBNET}.{index + 1}"
+        self.home = root / f"home{index}"
+        self.tmp = root / f"t{index}"  # curto: o Ray põe sockets Unix aqui dentro
+        self.home.mkdir()
+        self.tmp.mkdir()
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in config.ray_env().items() if not k.startswith("RAY_AUTH_TOKEN")}
+        env.pop("RAY_ADDRESS", None)
+        env.update(HOME=str(self.home), TMPDIR=str(self.tmp), **extra)
+        return env
+
+    def run(self, args: list[str], timeout: float = 120, **extra: str):
+        """Roda ``args`` dentro desta máquina; devolve ``(saída, segundos, código)``."""
+        cmd = ["ip", "netns", "exec", self.ns, *args]
+        start = time.monotonic()
+        done = subprocess.run(
+            cmd, env=self.env(**extra), capture_output=True, text=True, timeout=timeout
+        )
+        return done.stdout + done.stderr, time.monotonic() - start, done.returncode
+
+    def cluster(self, *args: str, timeout: float = 120, **extra: str):
+        return self.run([sys.executable, "-m", "labutils.cluster", *args], timeout, **extra)
+
+    def pids(self) -> list[int]:
+        out = subprocess.run(
+            ["ip", "netns", "pids", self.ns], capture_output=True, text=True, timeout=10
+        )
+        return [int(p) for p in out.stdout.split()]
+
+
+def _end(machines: list[Machine], switch: str) -> None:
+    """Encerra todo processo iniciado nas máquinas e remove os namespaces (SIGTERM, SIGKILL)."""
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        for machine in machines:
+            for pid in machine.pids():
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + wait_s
+        while any(m.pids() for m in machines) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    for name in [m.ns for m in machines] + [switch]:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=10)
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    """Três máquinas ligadas por um switch (uma ponte dentro de um namespace próprio)."""
+    root = Path(tempfile.mkdtemp(prefix="sala-", dir="/tmp"))
+    switch = f"{TAG}sw"
+    machines = [Machine(k, root) for k in range(3)]
+    try:
+        _ip("netns", "add", switch)
+        _ip("-n", switch, "link", "add", "br0", "type", "bridge")
+        _ip("-n", switch, "link", "set", "br0", "up")
+        for k, machine in enumerate(machines):
+            _ip("netns", "add", machine.ns)
+            _ip("link", "add", f"{TAG}v{k}", "type", "veth", "peer", "name", f"{TAG}s{k}")
+            _ip("link", "set", f"{TAG}v{k}", "netns", machine.ns)
+            _ip("link", "set", f"{TAG}s{k}", "netns", switch)
+            _ip("-n", switch, "link", "set", f"{TAG}s{k}", "master", "br0", "up")
+            _ip("-n", machine.ns, "addr", "add", f"{machine.ip}/24", "dev", f"{TAG}v{k}")
+            _ip("-n", machine.ns, "link", "set", "lo", "up")
+            _ip("-n", machine.ns, "link", "set", f"{TAG}v{k}", "up")
+            # o Ray escolhe o IP do nó pela rota padrão
+            _ip("-n", machine.ns, "route", "add", "default", "dev", f"{TAG}v{k}")
+        yield machines
+    finally:
+        _end(machines, switch)
+        shutil.rmtree(root, ignore_errors=True)
+    left = [name for name in [m.ns for m in machines] + [switch] if name in _namespaces()]
+    assert not left, f"namespaces que sobraram: {left}"
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+DRIVER = textwrap.dedent(
+    """
+    import json, ray
+    from labutils.data import load_california_housing
+    from labutils.search import fit_and_score, split_train_validation_test
+
+    ray.init(log_to_driver=False)  # RAY_ADDRESS: o endereço do nó principal
+    housing = load_california_housing()
+    dados = split_train_validation_test(housing.data, housing.target).fit_eval
+    ref = ray.put(dados)
+
+    @ray.remote(num_cpus=1)
+    def treino(n, d, dados):
+        import time
+        time.sleep(1.0)  # segura a CPU: as tarefas simultâneas vão para os dois nós
+        return fit_and_score(n, d, *dados), ray.util.get_node_ip_address()
+
+    grade = [(10, 4), (20, 6), (10, 6), (20, 4)]
+    saida = ray.get([treino.remote(n, d, ref) for n, d in grade], timeout=180)
+    local = [fit_and_score(n, d, *dados)[2] for n, d in grade]
+    remoto = [r[0][2] for r in saida]
+    print(json.dumps({"ips": sorted({ip for _, ip in saida}), "local": local, "remoto": remoto}))
+    ray.shutdown()
+    """
+)
+
+
+def test_the_classroom_on_separate_machines(classroom):
+    head, student, late = classroom
+    timings = {}
+
+    out, timings["nó principal no ar"], code = head.cluster(
+        "start-head", "--node-ip-address", head.ip, "--num-cpus", "1", "--no-dashboard"
+    )
+    assert code == 0, out
+    token = (head.home / ".ray" / "auth_token").read_text().strip()
+    assert token and token not in out, "o start-head mostrou o token"
+    assert f"join {head.ip}:{PORT}" in out, f"o start-head não disse o que o aluno faz:\n{out}"
+    address = f"{head.ip}:{PORT}"
+
+    # o aluno que não copiou o token: recusado na hora, e nenhum token criado ali
+    out, timings["join sem token"], code = late.cluster("join", address)
+    assert code == 2 and "ainda não tem o token" in out, out
+    assert not (late.home / ".ray").exists(), "o join criou um token na máquina do aluno"
+
+    # o aluno com o token errado: o nó principal recusa, em segundos, sem traceback
+    wrong = late.home / "token_errado"
+    wrong.write_text("0" * len(token))
+    out, timings["join com token errado"], code = late.cluster(
+        "join", address, RAY_AUTH_TOKEN_PATH=str(wrong)
+    )
+    assert code == 2 and "recusou o token" in out and "Traceback" not in out, out
+    assert timings["join com token errado"] < 20
+
+    # o aluno que copiou o token do instrutor, como a lição 04 manda
+    (student.home / ".ray").mkdir()
+    shutil.copy(head.home / ".ray" / "auth_token", student.home / ".ray" / "auth_token")
+    out, timings["join com o token"], code = student.cluster("join", address, "--num-cpus", "1")
+    assert code == 0, out
+
+    # a busca da lição 02, de um driver na máquina do instrutor, pelo RAY_ADDRESS
+    out, timings["busca no cluster"], code = head.run(
+        [sys.executable, "-c", DRIVER], timeout=240, RAY_ADDRESS=address
+    )
+    assert code == 0, out[-3000:]
+    result = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    assert result["ips"] == sorted([head.ip, student.ip]), f"as tarefas rodaram em {result['ips']}"
+    assert result["remoto"] == pytest.approx(result["local"], abs=1e-9), "MSE diferente no cluster"
+    print("tempos (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))

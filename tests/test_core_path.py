@@ -1,0 +1,65 @@
+"""A passada "sem opcionais" de ``notebooks/conftest.py`` pega uma célula principal que depende de
+uma opcional (e só ela: o notebook inteiro passa).
+
+Um pytest interno roda, com o ``conftest.py`` dos notebooks, um notebook mínimo em que a última
+célula (principal) usa um nome que só uma célula com a tag ``opcional`` define.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from labutils import config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _notebook(path: Path, last_cell: str) -> None:
+    optional = {"tags": ["opcional"]}
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x = 1"),
+            new_markdown_cell("## Aprofundamento (opcional)", metadata=optional),
+            new_code_cell("y = x + 1", metadata=optional),
+            new_code_cell(last_cell),
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, str(path))
+
+
+def _inner_pytest(folder: Path) -> subprocess.CompletedProcess:
+    shutil.copy(ROOT / "notebooks" / "conftest.py", folder / "conftest.py")
+    env = config.child_env({"LABUTILS_NBVAL_CORE": "1", "LABUTILS_CHECK_RAY_LEFTOVERS": "0"})
+    cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p",
+           "no:cacheprovider", "-q", "-rA", str(folder)]  # fmt: skip
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_core_run_fails_only_when_a_core_cell_needs_an_optional_one(tmp_path):
+    good, bad = tmp_path / "bom", tmp_path / "ruim"
+    good.mkdir()
+    bad.mkdir()
+    _notebook(good / "01_bom.ipynb", "assert x == 1")
+    _notebook(bad / "01_ruim.ipynb", "assert y == 2  # y vem da célula opcional")
+
+    done = _inner_pytest(good)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "PASSED 01_bom.ipynb[sem opcionais]::Cell 2" in done.stdout, done.stdout[-3000:]
+    assert "01_bom.ipynb[sem opcionais]::Cell 1" not in done.stdout, "a célula opcional rodou"
+
+    done = _inner_pytest(bad)
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and "01_ruim.ipynb[sem opcionais]::Cell 2" in failed[0], out[-3000:]
