@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint browser notebooks data data-status bench clean help
+.PHONY: setup lab test lint browser notebooks data data-status bench grade clean help
 
 help:
-	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make lint | make clean"
+	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
 $(STAMP): pyproject.toml
@@ -59,6 +59,16 @@ data-status: setup
 BENCH_ARGS ?= --repeats 3
 bench: setup
 	$(PY) -m labutils.bench --scale $(SCALE) $(BENCH_ARGS) --out results/bench
+
+# Corrige as entregas da lição 07: cada notebook de DIR roda num kernel e num Ray novos, com
+# limite de tempo (GRADE_TIMEOUT s), e as notas vão para DIR/grades.csv e DIR/grades.md.
+# Escala smoke por padrão (confere o código em minutos); GRADE_SCALE=full treina no CIFAR-100 real.
+# Ex.: make grade DIR=entregas/ | make grade DIR=entregas/ GRADE_SCALE=full GRADE_TIMEOUT=3600
+GRADE_SCALE ?= smoke
+GRADE_TIMEOUT ?= 900
+grade: setup
+	@test -n "$(DIR)" || { echo "Diga a pasta das entregas: make grade DIR=pasta"; exit 2; }
+	$(PY) tools/grade.py "$(DIR)" --scale $(GRADE_SCALE) --timeout $(GRADE_TIMEOUT)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

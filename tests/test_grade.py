@@ -1,0 +1,176 @@
+"""``tools/grade.py``: a correção de uma turma da lição 07.
+
+Uma só correção (pela linha de comando, escala ``smoke``) de uma pasta com quatro entregas —
+uma cópia da solução, o notebook do aluno intacto, uma cópia da solução com UM erro conhecido
+(``from_logits=True`` depois da softmax, que só a verificação do TODO 2 pega) e um arquivo que
+não é JSON — é dividida pelos testes deste módulo. Os notebooks que travam ou derrubam o kernel
+são notebooks mínimos, corrigidos à parte com limites curtos.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import grade
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
+STUDENT = ROOT / "notebooks" / "07_exercicio_multiworker_aluno.ipynb"
+CHECKS = grade.reference_checks()
+LABELS = [tag[len(grade.CHECK_TAG) :] for tag in CHECKS]
+GRADE_TIMEOUT_S = 900
+
+
+def _with_mistake(target: Path) -> None:
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cell = next(c for c in nb.cells if "def build_model(" in c.source)
+    assert "from_logits=False" in cell.source
+    cell.source = cell.source.replace("from_logits=False", "from_logits=True")
+    nbformat.write(nb, target)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A pasta corrigida pela linha de comando e as linhas do ``grades.csv`` por arquivo."""
+    folder = tmp_path_factory.mktemp("entregas")
+    shutil.copy(SOLUTION, folder / "ana_solucao.ipynb")
+    shutil.copy(STUDENT, folder / "bruno_intacto.ipynb")
+    _with_mistake(folder / "carla_um_erro.ipynb")
+    (folder / "davi_quebrado.ipynb").write_text('{"cells": [', encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "grade.py"), str(folder), "--scale", "smoke"]
+        + ["--timeout", "600"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=GRADE_TIMEOUT_S,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    with open(folder / "grades.csv", encoding="utf-8") as f:
+        rows = {row["arquivo"]: row for row in csv.DictReader(f)}
+    return folder, rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
+def test_one_row_per_file_with_one_column_per_check_and_a_total(graded):
+    folder, rows = graded
+    assert sorted(rows) == sorted(p.name for p in folder.glob("*.ipynb"))
+    header = next(csv.reader(open(folder / "grades.csv", encoding="utf-8")))
+    assert header == ["arquivo", *LABELS, "total", "motivo"]
+    assert len(LABELS) == 6, LABELS
+    report = (folder / "grades.md").read_text(encoding="utf-8")
+    assert all(name in report for name in rows) and "| total |" in report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
+def test_the_solution_copy_scores_every_check(graded):
+    row = graded[1]["ana_solucao.ipynb"]
+    assert [row[label] for label in LABELS] == [grade.PASSED] * len(LABELS), row
+    assert row["total"] == f"{len(LABELS)}/{len(LABELS)}" and not row["motivo"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
+def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
+    folder, rows = graded
+    row = rows["bruno_intacto.ipynb"]
+    assert [row[label] for label in LABELS] == [grade.NOT_DONE] * len(LABELS), row
+    assert row["total"] == f"0/{len(LABELS)}" and not row["motivo"]
+    # a cópia executada: a 1ª célula com erro é a verificação do TODO 1, sem traceback
+    executed = nbformat.read(folder / grade.OUTPUT_DIR / "bruno_intacto.ipynb", as_version=4)
+    failed = [
+        c for c in executed.cells if any(o.output_type == "error" for o in c.get("outputs", []))
+    ]
+    first = next(o for o in failed[0].outputs if o.output_type == "error")
+    assert "check-1-dados" in failed[0].metadata.get("tags", []), failed[0].source
+    assert first.ename == "TodoNotDone" and first.evalue.startswith("TODO 1 ainda não terminado")
+    shown = "\n".join(first.traceback)
+    assert "Traceback" not in shown and len(first.traceback) <= 3, shown
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
+def test_a_copy_with_one_known_mistake_fails_exactly_that_check(graded):
+    row = graded[1]["carla_um_erro.ipynb"]
+    failed = {label: row[label] for label in LABELS if row[label] != grade.PASSED}
+    assert list(failed) == ["2-modelo"], row
+    assert failed["2-modelo"].startswith("falhou:") and "from_logits=True" in failed["2-modelo"]
+    assert row["total"] == f"{len(LABELS) - 1}/{len(LABELS)}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
+def test_a_file_that_is_not_json_gets_its_row_with_the_reason(graded):
+    row = graded[1]["davi_quebrado.ipynb"]
+    assert row["motivo"].startswith("notebook inválido"), row
+    assert row["total"] == f"0/{len(LABELS)}"
+
+
+def _tiny(folder: Path, name: str, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.cells.append(nbformat.v4.new_code_cell("1", metadata={"tags": ["check-1-dados"]}))
+    path = folder / name
+    nbformat.write(nb, path)
+    return path
+
+
+SHOW_DIRS = "import os\nprint(os.environ['LABUTILS_RESULTS_DIR'], os.getpid())"
+
+
+@pytest.mark.timeout(120)
+def test_a_notebook_that_hangs_or_kills_its_kernel_gets_its_row_and_nothing_is_shared(tmp_path):
+    """Um notebook que trava é cortado no limite; um que derruba o kernel ganha a sua linha; cada
+    um roda num kernel e numa pasta de resultados próprios, apagada no fim."""
+    checks = {"check-1-dados": "print('ok')"}
+    out = tmp_path / grade.OUTPUT_DIR
+    hang = _tiny(tmp_path, "trava.ipynb", SHOW_DIRS, "import time\ntime.sleep(600)")
+    crash = _tiny(tmp_path, "cai.ipynb", SHOW_DIRS, "os._exit(1)")
+    rows = {
+        p.name: grade.grade_notebook(p, checks, scale="smoke", timeout_s=10, out_dir=out)
+        for p in (hang, crash)
+    }
+    assert rows["trava.ipynb"]["motivo"].startswith("passou do limite de 10 s"), rows
+    assert rows["cai.ipynb"]["motivo"].startswith("o kernel morreu"), rows
+    assert all(row["check-1-dados"] == grade.NOT_RUN for row in rows.values())
+    seen = []
+    for name in rows:
+        cell = nbformat.read(out / name, as_version=4).cells[0]
+        results_dir, pid = cell.outputs[0]["text"].split()
+        seen.append((results_dir, pid))
+        assert not Path(results_dir).exists(), "a pasta de resultados ficou para trás"
+    assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1], seen
+    grade.write_reports(tmp_path, rows, checks)
+    table = list(csv.DictReader(open(tmp_path / "grades.csv", encoding="utf-8")))
+    assert [r["total"] for r in table] == ["0/1", "0/1"]
+
+
+def test_cli_refuses_a_folder_without_notebooks(tmp_path, capsys):
+    assert grade.main([str(tmp_path)]) == 2
+    assert "Nenhum .ipynb" in capsys.readouterr().err
+    assert grade.main([str(tmp_path / "nao-existe")]) == 2
+
+
+def test_the_checks_come_from_the_solution_in_notebook_order():
+    assert LABELS == [
+        "1-dados",
+        "2-modelo",
+        "3-funcao-de-treino",
+        "4-trainer",
+        "5-treino",
+        "6-acuracia",
+    ]
+    assert all(source.startswith("checks.check_") for source in CHECKS.values())
+    assert json.dumps(CHECKS)  # texto simples, gravável
+    assert os.path.basename(grade.SOLUTION) == SOLUTION.name
