@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint browser notebooks data data-status bench grade clean help
+.PHONY: setup lab test lint browser notebooks data data-status bench grade rehearsal clean help
 
 help:
-	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make lint | make clean"
+	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
 $(STAMP): pyproject.toml
@@ -69,6 +69,13 @@ GRADE_TIMEOUT ?= 900
 grade: setup
 	@test -n "$(DIR)" || { echo "Diga a pasta das entregas: make grade DIR=pasta"; exit 2; }
 	$(PY) tools/grade.py "$(DIR)" --scale $(GRADE_SCALE) --timeout $(GRADE_TIMEOUT)
+
+# O ensaio: cada lição na escala full com dados SINTÉTICOS do tamanho real, cronometrada célula a
+# célula; grava docs/ensaio/ensaio.md e ensaio.json (que o doctor usa para estimar os tempos).
+# Ex.: make rehearsal | make rehearsal REHEARSAL_ARGS="--only 05 06 --out /tmp/ensaio"
+REHEARSAL_ARGS ?=
+rehearsal: setup
+	$(PY) tools/rehearsal.py $(REHEARSAL_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -6,6 +6,8 @@
 - **Pastas**: dados (``LABUTILS_DATA_DIR``), resultados (``LABUTILS_RESULTS_DIR``) e
   checkpoints do Ray Train (``LABUTILS_TRAIN_STORAGE``); a raiz do repositório.
 - **Ray**: o modo de autenticação padrão (token) e as variáveis repassadas aos workers.
+- **Ensaio** (``LABUTILS_SYNTHETIC_DATA=1``): na escala ``full``, os carregadores geram dados
+  SINTÉTICOS do tamanho real (``make rehearsal``), para medir as lições sem os dados reais.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ SCALE_ENV = "LABUTILS_SCALE"
 DATA_DIR_ENV = "LABUTILS_DATA_DIR"
 RESULTS_DIR_ENV = "LABUTILS_RESULTS_DIR"
 TRAIN_STORAGE_ENV = "LABUTILS_TRAIN_STORAGE"
+SYNTHETIC_ENV = "LABUTILS_SYNTHETIC_DATA"
 SCALES = ("full", "smoke")
 DEFAULT_SCALE = "full"
 
@@ -153,6 +156,11 @@ def sizes(scale: str | None = None) -> Sizes:
     return _SIZES[scale]
 
 
+def synthetic_data() -> bool:
+    """``True`` com ``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do tamanho real (o ensaio)."""
+    return os.environ.get(SYNTHETIC_ENV, "").strip() == "1"
+
+
 # ---------------------------------------------------------------- pastas
 
 
@@ -193,7 +201,7 @@ def train_storage() -> str:
 #: driver): o mesmo em todos, senão um recusa o outro (veja FACTS.md)
 RAY_AUTH_MODE_DEFAULT = "token"
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
-WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, "TF_CPP_MIN_LOG_LEVEL")
+WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL")
 
 
 def ray_address() -> str | None:

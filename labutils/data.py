@@ -25,11 +25,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from labutils.config import DATA_DIR_ENV, data_dir, sizes
+from labutils.config import DATA_DIR_ENV, data_dir, sizes, synthetic_data
 from labutils.system import reachable
 
 CIFAR_HOST = "www.cs.toronto.edu"  # de onde o tfds baixa o CIFAR-100
 HOUSING_FILE = "cal_housing_py3.pkz"  # nome que o scikit-learn dá ao arquivo em cache
+#: tamanhos reais, os do ensaio com dados sintéticos (``LABUTILS_SYNTHETIC_DATA=1``)
+HOUSING_ROWS = 20_640
+CIFAR_TRAIN, CIFAR_TEST = 50_000, 10_000
 
 
 class DatasetUnavailableError(RuntimeError):
@@ -134,19 +137,26 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
     """California Housing pelo ``fetch_california_housing`` do scikit-learn.
 
     Devolve o ``Bunch`` do scikit-learn (``data``, ``target``, ``feature_names``, ``DESCR``)
-    com dois campos a mais: ``is_fixture`` (``True`` na escala ``smoke``: dados sintéticos)
+    com dois campos a mais: ``is_fixture`` (``True`` na escala ``smoke`` e no ensaio com
+    ``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos)
     e ``source`` (de onde vieram os dados).
     """
     from sklearn.datasets import fetch_california_housing
 
     size = sizes(scale)
-    if size.is_smoke:
+    if size.is_smoke or synthetic_data():
+        rows = size.housing_examples or (2_000 if size.is_smoke else HOUSING_ROWS)
         home = housing_fixture_home()
+        if not size.is_smoke:  # o ensaio: o tamanho real, num arquivo à parte
+            home = home.with_name(f"california_housing_{rows}")
         if not (home / HOUSING_FILE).exists():
-            make_housing_fixture(home, n_samples=size.housing_examples or 2_000)
+            make_housing_fixture(home, n_samples=rows)
         bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
         bunch.is_fixture = True
-        bunch.source = f"dados SINTÉTICOS com o esquema do California Housing ({home})"
+        bunch.source = (
+            f"dados SINTÉTICOS ({len(bunch.target)} linhas) com o esquema do California Housing, "
+            f"não os reais ({home})"
+        )
         return bunch
 
     home = housing_home()
@@ -209,8 +219,9 @@ def _quiet_absl() -> None:
 def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar100:
     """CIFAR-100 pelo ``tfds.load("cifar100", split=["train", "test"], as_supervised=True)``.
 
-    Na escala ``smoke`` o carregamento real roda dentro de ``tfds.testing.mock_data``: imagens
-    ALEATÓRIAS (treino e teste iguais), só para exercitar o código. Dentro de um worker do Ray,
+    Na escala ``smoke`` (e no ensaio, ``LABUTILS_SYNTHETIC_DATA=1``, com os tamanhos reais) o
+    carregamento real roda dentro de ``tfds.testing.mock_data``: imagens ALEATÓRIAS (treino e
+    teste iguais), só para exercitar o código. Dentro de um worker do Ray,
     chame esta função no próprio worker: o mock vale só no processo que o ativa.
     """
     import tensorflow_datasets as tfds
@@ -218,8 +229,9 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
     _quiet_absl()
     size = sizes(scale)
     load = {"name": "cifar100", "split": ["train", "test"], "as_supervised": True}
-    if size.is_smoke:
-        n_train, n_test = size.cifar_train_examples or 512, size.cifar_test_examples or 256
+    if size.is_smoke or synthetic_data():
+        n_train = size.cifar_train_examples or (512 if size.is_smoke else CIFAR_TRAIN)
+        n_test = size.cifar_test_examples or (256 if size.is_smoke else CIFAR_TEST)
         # pasta temporária: o mock cria pastas vazias que não devem ir para data/
         mock_dir = Path(tempfile.gettempdir()) / "labutils-tfds-mock"
         with tfds.testing.mock_data(num_examples=max(n_train, n_test)):
@@ -231,7 +243,10 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
             n_train,
             n_test,
             is_mock=True,
-            source="tfds.testing.mock_data: imagens ALEATÓRIAS (escala smoke), não o CIFAR-100 real",
+            source=(
+                f"tfds.testing.mock_data: {n_train} + {n_test} imagens ALEATÓRIAS "
+                f"(escala {size.scale}{'' if size.is_smoke else ', ensaio'}), não o CIFAR-100 real"
+            ),
         )
 
     where = data_dir()

@@ -149,3 +149,21 @@ def test_interrupted_tfds_preparation_is_not_taken_for_data(data_dir, offline):
     (data_dir / "cifar100" / "3.0.2.incomplete.abc123").mkdir(parents=True)
     with pytest.raises(data.DatasetUnavailableError, match="CIFAR-100 não está em"):
         data.load_cifar100("full")
+
+
+def test_rehearsal_data_have_the_real_size_and_say_they_are_synthetic(tmp_path, monkeypatch):
+    """O ensaio (``LABUTILS_SYNTHETIC_DATA=1``, escala full): os mesmos carregadores, dados
+    sintéticos do tamanho real, e a fonte diz isso (os notebooks imprimem a fonte)."""
+    monkeypatch.setenv("LABUTILS_SYNTHETIC_DATA", "1")
+    monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
+    housing = data.load_california_housing("full", download=False)
+    assert housing.data.shape == (data.HOUSING_ROWS, 8) and housing.is_fixture
+    assert "SINTÉTICOS" in housing.source
+    cifar = data.load_cifar100("full", download=False)
+    assert (cifar.num_train, cifar.num_test) == (data.CIFAR_TRAIN, data.CIFAR_TEST)
+    assert cifar.is_mock and "ALEATÓRIAS" in cifar.source and "ensaio" in cifar.source
+    image, label = next(iter(cifar.train))
+    assert image.shape == (32, 32, 3) and 0 <= int(label) < 100
+    monkeypatch.delenv("LABUTILS_SYNTHETIC_DATA")
+    with pytest.raises(data.DatasetUnavailableError):  # sem o ensaio, os reais são exigidos
+        data.load_cifar100("full", download=False)

@@ -12,6 +12,7 @@ Onde fica cada parte:
 - :mod:`~labutils.doctor.raycheck`: Ray, painel, autenticação e portas;
 - :mod:`~labutils.doctor.env`: núcleos, escala, dados e rede;
 - :mod:`~labutils.doctor.report`: resumo, texto, tabela e código de saída;
+- :mod:`~labutils.doctor.speed`: os minutos de cada lição aqui (sonda + ensaio de referência);
 - aqui: :func:`run_checks` (a ordem do relatório) e :func:`main` (a linha de comando).
 
 Linha de comando (o instrutor pode rodar em todas as máquinas da sala)::
@@ -19,6 +20,7 @@ Linha de comando (o instrutor pode rodar em todas as máquinas da sala)::
     python -m labutils.doctor             # sai com código 1 se algo impede as lições (❌)
     python -m labutils.doctor --strict    # também sai com 1 se houver avisos (⚠️)
     python -m labutils.doctor --offline   # não testa o acesso aos servidores dos dados
+    python -m labutils.doctor --no-times  # sem a estimativa do tempo de cada lição (~10 s)
 
 Nada aqui trava: rede e TensorFlow são testados com tempo-limite curto.
 """
@@ -62,6 +64,7 @@ from labutils.doctor.report import (
     summary,
 )
 from labutils.doctor.rows import FAIL, INSTALL_HINT, OK, WARN, Row, guard
+from labutils.doctor.speed import check_lesson_times
 from labutils.doctor.tf import TF_TIMEOUT_S, check_tensorflow, check_tf_keras, tf_probe
 
 __all__ = [
@@ -100,6 +103,7 @@ __all__ = [
     "pip_install",
     "project_spec",
     "require_ready",
+    "check_lesson_times",
     "run_checks",
     "summary",
     "tf_probe",
@@ -141,7 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--strict", action="store_true", help="avisos (⚠️) também dão código 1")
     parser.add_argument("--offline", action="store_true", help="não testa os servidores de dados")
+    parser.add_argument(
+        "--no-times", action="store_true", help="não estima os minutos de cada lição aqui"
+    )
     args = parser.parse_args(argv)
     rows = run_checks(offline=args.offline)
-    print(format_report(rows))
+    # os tempos informam; não decidem se a máquina está pronta (nem com --strict)
+    times = [] if args.no_times else guard("tempo das lições", check_lesson_times)
+    print(format_report(rows + times))
     return exit_code(rows, strict=args.strict)

@@ -17,13 +17,22 @@ def check_cpus(count: int | None = None) -> Row:
         raise ValueError(f"count deve ser um inteiro >= 1 (núcleos), recebi {count!r}.")
     count = count if count is not None else (os.cpu_count() or 1)
     if count >= 2:
-        return Row(OK, "CPUs", f"{count} núcleos")
+        return Row(OK, "CPUs", f"{count} CPUs lógicas{_physical()}")
     return Row(
         WARN,
         "CPUs",
         f"{count} núcleo: as comparações com 2 workers não terão ganho",
         "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
     )
+
+
+def _physical() -> str:
+    """``", N núcleos físicos, M GB de memória"`` (o que o psutil souber dizer)."""
+    import psutil
+
+    cores = psutil.cpu_count(logical=False)
+    memory = psutil.virtual_memory().total / 2**30
+    return (f", {cores} núcleos físicos" if cores else "") + f", {memory:.0f} GB de memória"
 
 
 def check_scale() -> Row:

@@ -1,0 +1,69 @@
+"""O doctor estima os minutos de cada lição nesta máquina a partir do ensaio de referência
+(``docs/ensaio/ensaio.json``) e de uma sonda de velocidade: com e sem GPU, poucos e muitos
+núcleos (a sonda e o ensaio são falsos aqui; a sonda de verdade roda uma vez no fim)."""
+
+from __future__ import annotations
+
+import pytest
+
+from labutils.doctor import speed
+from labutils.doctor.rows import OK, WARN
+
+REFERENCE = {
+    "date": "2026-12-04 20:36 UTC",
+    "machine": {"logical_cpus": 2},
+    "probe": {"images_per_s": 4000.0, "device": "nenhuma"},
+    "class_period_min": 15.0,
+    "lessons": [
+        {"notebook": "02_busca.ipynb", "tensorflow": False, "core_s": 600.0, "optional_s": 120.0},
+        {"notebook": "05_tf.ipynb", "tensorflow": True, "core_s": 840.0, "optional_s": 240.0},
+        {"notebook": "07_x.ipynb", "tensorflow": True, "core_s": 0, "optional_s": 0, "error": "x"},
+    ],
+}
+
+
+def _rows(probe, cpus):
+    return {r.item: r for r in speed.check_lesson_times(probe, REFERENCE, cpus=cpus)}
+
+
+def test_same_machine_gives_the_reference_minutes():
+    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 4000.0, "device": "nenhuma"}, 2)
+    assert est == {"02_busca.ipynb": (10.0, 2.0), "05_tf.ipynb": (14.0, 4.0)}  # 07: erro, fora
+
+
+def test_a_slower_cpu_machine_is_warned_and_told_what_to_do():
+    rows = _rows({"images_per_s": 3000.0, "device": "nenhuma"}, cpus=2)
+    assert rows["02_busca.ipynb"].status == OK and rows["05_tf.ipynb"].status == WARN
+    rows = _rows({"images_per_s": 2000.0, "device": "nenhuma"}, cpus=2)
+    assert rows["02_busca.ipynb"].status == WARN and "~20 min" in rows["02_busca.ipynb"].detail
+    assert rows["05_tf.ipynb"].status == WARN and "~28 min" in rows["05_tf.ipynb"].detail
+    assert "antes da aula" in rows["05_tf.ipynb"].remedy
+    assert "0.50x" in rows["tempo das lições"].detail
+
+
+def test_a_gpu_speeds_up_only_the_tensorflow_lessons():
+    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 2)
+    assert est["05_tf.ipynb"] == pytest.approx((1.4, 0.4))
+    assert est["02_busca.ipynb"] == pytest.approx((10.0, 2.0))  # a GPU não ajuda o scikit-learn
+    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 8)
+    assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))  # 4x as CPUs lógicas
+
+
+def test_many_cpu_cores_speed_up_everything_by_the_probe():
+    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 16000.0, "device": "nenhuma"}, 16)
+    assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))
+    assert est["05_tf.ipynb"] == pytest.approx((3.5, 1.0))
+
+
+def test_without_a_reference_or_a_probe_the_doctor_says_so():
+    [row] = speed.check_lesson_times({"images_per_s": 1.0}, reference={}, cpus=2)
+    assert row.status == WARN and "make rehearsal" in row.remedy
+    [row] = speed.check_lesson_times({"error": "a sonda não terminou em 1 s"}, REFERENCE, cpus=2)
+    assert row.status == WARN and "não terminou" in row.detail
+
+
+@pytest.mark.timeout(200)
+def test_the_real_probe_measures_this_machine():
+    probe = speed.measure(seconds=1.0)
+    assert probe.get("images_per_s", 0) > 0, probe
+    assert probe["device"] == "nenhuma" or probe["device"].startswith("/physical_device:GPU")
