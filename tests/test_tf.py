@@ -187,6 +187,31 @@ def test_setup_devices_uses_one_replica_per_gpu(monkeypatch):
     assert "2 GPU(s)" in devices.describe()
 
 
+def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
+    """Com uma GPU só (simulada), a lição 05 ainda mostra duas réplicas: 2 GPUs lógicas."""
+    from types import SimpleNamespace
+
+    from labutils.tf import devices as dev
+
+    gpu = SimpleNamespace(name="/physical_device:GPU:0")
+    split = []
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else []
+    )
+    monkeypatch.setattr(
+        tf.config,
+        "list_logical_devices",
+        lambda kind=None: [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(split[-1]))],
+    )
+    monkeypatch.setattr(
+        tf.config, "set_logical_device_configuration", lambda dev_, cfg: split.append(cfg)
+    )
+    devices = setup_devices(2)
+    assert devices.kind == "gpu" and devices.num_replicas == 2
+    assert [c.memory_limit for c in split[-1]] == [dev.LOGICAL_GPU_MEMORY_MB] * 2
+    assert "1 GPU física dividida em 2 GPUs lógicas" in devices.describe()
+
+
 # ---------------------------------------------------------------- modelo
 
 

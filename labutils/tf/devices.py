@@ -1,9 +1,10 @@
 """Dispositivos do TensorFlow para a ``MirroredStrategy``: GPUs reais ou a CPU dividida em duas.
 
 A ``MirroredStrategy`` cria uma réplica do modelo por dispositivo visível. Numa máquina com
-várias GPUs, cada GPU é uma réplica. Numa máquina só com CPU, :func:`setup_devices` divide a CPU
-física em ``logical_cpus`` dispositivos lógicos, para que a estratégia rode de verdade com duas
-réplicas. Isso mostra o *mecanismo* (lote dividido, gradientes somados entre réplicas), não dá
+várias GPUs, cada GPU é uma réplica. Numa máquina com **uma** GPU, :func:`setup_devices` a divide
+em ``logical_cpus`` GPUs lógicas (cada uma com :data:`LOGICAL_GPU_MEMORY_MB` de memória); numa
+máquina só com CPU, divide a CPU física em ``logical_cpus`` dispositivos lógicos. Assim a
+estratégia roda de verdade com duas réplicas em qualquer máquina. Isso mostra o *mecanismo* (lote dividido, gradientes somados entre réplicas), não dá
 ganho de velocidade: as duas réplicas dividem os mesmos núcleos.
 
 Essa configuração só pode ser feita **antes** de o TensorFlow inicializar seus dispositivos (a
@@ -15,6 +16,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+#: memória de cada GPU lógica quando uma GPU só é dividida (a rede da lição 05 usa bem menos)
+LOGICAL_GPU_MEMORY_MB = 1024
 
 #: mensagem quando os dispositivos já foram inicializados com outra configuração
 _ALREADY_INITIALIZED = (
@@ -47,7 +51,12 @@ class Devices:
 
     def describe(self) -> str:
         """Resumo em português, para imprimir no notebook."""
-        if self.kind == "gpu":
+        if self.kind == "gpu" and len(self.physical) == 1 and len(self.logical) > 1:
+            head = (
+                f"1 GPU física dividida em {len(self.logical)} GPUs lógicas (mostra o mecanismo "
+                "da estratégia; as réplicas dividem a mesma GPU)."
+            )
+        elif self.kind == "gpu":
             head = f"{len(self.physical)} GPU(s) física(s): uma réplica por GPU."
         else:
             head = (
@@ -62,7 +71,8 @@ class Devices:
 def setup_devices(logical_cpus: int = 2) -> Devices:
     """Prepara os dispositivos para a ``MirroredStrategy`` e devolve um :class:`Devices`.
 
-    - Com GPU(s): liga o crescimento de memória sob demanda e usa uma réplica por GPU.
+    - Com várias GPUs: liga o crescimento de memória sob demanda e usa uma réplica por GPU.
+    - Com uma GPU: divide-a em ``logical_cpus`` GPUs lógicas (o mesmo papel da CPU dividida).
     - Sem GPU: divide a CPU em ``logical_cpus`` dispositivos lógicos.
 
     Pode ser chamada de novo no mesmo processo (rodar o notebook duas vezes): se a configuração
@@ -75,6 +85,20 @@ def setup_devices(logical_cpus: int = 2) -> Devices:
     import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")
+    if len(gpus) == 1 and logical_cpus > 1:
+        split = [tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)]
+        try:
+            tf.config.set_logical_device_configuration(gpus[0], split * logical_cpus)
+        except RuntimeError as err:
+            current = len(tf.config.list_logical_devices("GPU"))
+            if current != logical_cpus:
+                raise DevicesAlreadyInitializedError(
+                    _ALREADY_INITIALIZED.format(current=current, wanted=logical_cpus)
+                    .replace("CPU(s) lógica(s)", "GPU(s) lógica(s)")
+                    .replace("dividir a CPU", "dividir a GPU")
+                ) from err
+        logical = tf.config.list_logical_devices("GPU")
+        return Devices("gpu", (gpus[0].name,), tuple(d.name for d in logical))
     if gpus:
         for gpu in gpus:
             try:

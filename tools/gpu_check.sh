@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Conferência numa máquina com GPU (fora do CI): roda as lições 05–07 na escala smoke e imprime o
+# que o TensorFlow e o Ray viram (dispositivos, réplicas, imagens/s). Guarde a saída em docs/.
+#   bash tools/gpu_check.sh 2>&1 | tee docs/gpu_check_$(date +%Y%m%d).txt
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+export LABUTILS_SCALE=${LABUTILS_SCALE:-smoke} TF_CPP_MIN_LOG_LEVEL=2
+echo "== máquina"; date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+echo "== TensorFlow"
+$PY - <<'PY'
+import tensorflow as tf
+from labutils.tf.devices import setup_devices
+devices = setup_devices(2)
+print(devices.describe())
+strategy = tf.distribute.MirroredStrategy()
+print("réplicas:", strategy.num_replicas_in_sync, strategy.extended.worker_devices)
+PY
+echo "== sonda (a rede da lição 05)"
+$PY -c "from labutils.doctor import speed; print(speed.measure(5.0))"
+echo "== lições 05, 06 e 07 (solução), escala $LABUTILS_SCALE"
+out=$(mktemp -d)
+for nb in notebooks/05_*.ipynb notebooks/06_*.ipynb notebooks/07_*_solucao.ipynb; do
+  start=$(date +%s)
+  if $PY -m jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=1800 \
+      --output-dir "$out" "$nb" >"$out/log.txt" 2>&1; then status=ok; else status="FALHOU"; tail -5 "$out/log.txt"; fi
+  echo "$(basename "$nb"): $status em $(( $(date +%s) - start )) s"
+  $PY - "$out/$(basename "$nb")" <<'PY'
+import sys, nbformat
+nb = nbformat.read(sys.argv[1], as_version=4) if __import__("os").path.exists(sys.argv[1]) else None
+for cell in (nb.cells if nb else []):
+    for out in cell.get("outputs", []):
+        text = out.get("text", "") or out.get("data", {}).get("text/plain", "")
+        for line in str(text).splitlines():
+            if any(k in line for k in ("GPU", "réplica", "imagens/s", "speedup")):
+                print("   ", line[:160])
+PY
+done
