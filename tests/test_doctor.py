@@ -393,3 +393,14 @@ def test_pins_fall_back_to_installed_metadata_without_pyproject(tmp_path):
     pins = {r.name: str(r.specifier) for r in reqs}
     assert pins["tensorflow"] == "==2.21.0" and "pytest" in pins
     assert all(r.marker is None for r in reqs)
+
+
+def test_the_rehearsal_with_synthetic_data_is_not_blocked_by_missing_data(tmp_path, monkeypatch):
+    from labutils.doctor.env import check_datasets
+
+    monkeypatch.setenv("LABUTILS_SCALE", "full")
+    monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
+    assert any(r.blocks for r in check_datasets({"California Housing": False, "CIFAR-100": False}))
+    monkeypatch.setenv("LABUTILS_SYNTHETIC_DATA", "1")
+    rows = check_datasets({"California Housing": False, "CIFAR-100": False})
+    assert rows and not any(r.blocks for r in rows) and all("SINTÉTICOS" in r.detail for r in rows)

@@ -162,13 +162,14 @@ def markdown(report: dict) -> str:
         f"núcleos físicos, {m['memory_gb']} GB de memória; GPU: {report['probe'].get('device')}",
         f"- **sonda de velocidade** (a rede da lição 05, treino centralizado): "
         f"{report['probe'].get('images_per_s', 0):,.0f} imagens/s",
-        "- **comando**: `make rehearsal` (`python tools/rehearsal.py`)",
+        "- **comando**: `make rehearsal` (`python tools/rehearsal.py`); cada lição começou na "
+        "hora da coluna *início*",
         f"- **meta**: o caminho principal de cada lição em até {CLASS_PERIOD_MIN:g} min",
         "",
-        "| lição | caminho principal (min) | opcionais (min) | tudo (min) | pico de memória "
+        "| lição | início | caminho principal (min) | opcionais (min) | tudo (min) | pico de memória "
         "(MB acima do início) | carga média antes → depois | cabe na aula? | "
         "células mais lentas |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for row in report["lessons"]:
         fits = "erro: " + row["error"] if row["error"] else (
@@ -176,7 +177,8 @@ def markdown(report: dict) -> str:
         )  # fmt: skip
         slow = "; ".join(f"{c['seconds']:.0f} s `{c['first_line']}`" for c in row["slowest"])
         lines.append(
-            f"| {row['notebook']} | {row['core_s'] / 60:.1f} | {row['optional_s'] / 60:.1f} | "
+            f"| {row['notebook']} | {row.get('date', report['date'])[11:]} | "
+            f"{row['core_s'] / 60:.1f} | {row['optional_s'] / 60:.1f} | "
             f"{row['total_s'] / 60:.1f} | {row['peak_memory_mb']:,} | "
             f"{row['load'][0]:g} → {row['load'][1]:g} | {fits} | {slow} |"
         )
@@ -221,12 +223,21 @@ def main(argv: list[str] | None = None) -> int:
         "class_period_min": CLASS_PERIOD_MIN,
         "lessons": [],
     }
+    previous = out / "ensaio.json"
+    if args.only and previous.exists():  # só algumas lições: as outras ficam as do ensaio anterior
+        old = json.loads(previous.read_text())
+        if old.get("scale") == args.scale:
+            report["probe"], report["date"] = old["probe"], old["date"]
+            report["lessons"] = [r for r in old["lessons"] if r["notebook"] not in
+                                 {p.name for p in notebooks}]  # fmt: skip
     for path in notebooks:
         print(f"{path.name}...", flush=True)
         row = run_notebook(path, env, args.timeout)
+        row["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         report["lessons"].append(row)
         status = row["error"] or "ok"
         print(f"  principal {row['core_s']:.0f} s, opcionais {row['optional_s']:.0f} s: {status}")
+    report["lessons"].sort(key=lambda r: r["notebook"])
     (out / "ensaio.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     (out / "ensaio.md").write_text(markdown(report))
     print(markdown(report))

@@ -6,7 +6,15 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from labutils import data
-from labutils.config import DATA_DIR_ENV, SCALE_ENV, SCALES, current_scale, data_dir
+from labutils.config import (
+    DATA_DIR_ENV,
+    SCALE_ENV,
+    SCALES,
+    SYNTHETIC_ENV,
+    current_scale,
+    data_dir,
+    synthetic_data,
+)
 from labutils.doctor.rows import FAIL, OK, WARN, Row
 
 HOST_TIMEOUT_S = 2.0
@@ -77,6 +85,9 @@ def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
             rows.append(Row(OK, item, f"presente em {data_dir()}"))
         elif smoke:
             rows.append(Row(OK, item, "ausente, mas a escala smoke usa dados locais"))
+        elif synthetic_data():
+            detail = f"ausente; {SYNTHETIC_ENV}=1: o ensaio usa dados SINTÉTICOS do tamanho real"
+            rows.append(Row(WARN, item, detail, "para a aula, baixe os reais: `make data`"))
         elif reachable is not None and not reachable.get(name, False):
             rows.append(
                 Row(
