@@ -269,6 +269,40 @@ def test_the_check_result_sees_what_the_model_used_not_the_strategy_object():
         checks.check_result(result, workers, num_workers=3, batch_per_worker=64)
 
 
+def test_the_trainer_check_refuses_a_training_function_with_a_todo():
+    """O trainer bem montado, com a função do aluno ainda no TODO 3: a verificação do TODO 4
+    avisa antes do fit (nos workers, o erro se repetiria a cada nova tentativa)."""
+    ns = _solution(
+        (
+            "    strategy = tf.distribute",
+            "    checks.todo(3, 'a função')\n    strategy = tf.distribute",
+        )
+    )
+    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
+        _check_trainer(ns)
+
+
+def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights():
+    """Os dois casos da verificação do TODO 3 que nenhum erro acima alcança (os anteriores pegam
+    antes): um worker que não treinou e pesos diferentes depois do passo."""
+    from labutils.multiworker.loop_check import _EXAMPLES, _verdict
+
+    ids = list(range(_EXAMPLES // 10, _EXAMPLES))
+    fit = {"strategy": "MultiWorkerMirroredStrategy", "replicas": 2, "batch": 128}
+    report = {"metrics": ["accuracy", "epoch", "loss"], "files": ["model.keras", "worker_0.json"]}
+    seen = [
+        {"rank": r, "fits": [{**fit, "ids": ids[r::2]}], "weights": [1.0, 2.0], "reports": []}
+        for r in range(2)
+    ]
+    for r, worker in enumerate(seen):
+        worker["reports"] = [{**report, "files": ["model.keras", f"worker_{r}.json"]}]
+    _verdict(seen, 2, 128)  # tudo certo
+    with pytest.raises(checks.CheckFailed, match="não chamou model.fit"):
+        _verdict([{**seen[0], "fits": []}, seen[1]], 2, 128)
+    with pytest.raises(checks.CheckFailed, match="os gradientes não foram somados"):
+        _verdict([seen[0], {**seen[1], "weights": [1.0, 2.5]}], 2, 128)
+
+
 # ---------------------------------------------------------------- as fatias, como no worker
 
 

@@ -2,8 +2,8 @@
 
 Uma só correção (pela linha de comando, escala ``smoke``) de uma pasta com quatro entregas —
 uma cópia da solução, o notebook do aluno intacto, uma cópia da solução com UM erro conhecido
-(``from_logits=True`` depois da softmax, que só a verificação do TODO 2 pega) e um arquivo que
-não é JSON — é dividida pelos testes deste módulo. Os notebooks que travam ou derrubam o kernel
+(``from_logits=True`` depois da softmax, que só a verificação do TODO 2 pega; e a célula dessa
+verificação apagada, o que não adianta) e um arquivo que não é JSON — é dividida pelos testes deste módulo. Os notebooks que travam ou derrubam o kernel
 são notebooks mínimos, corrigidos à parte com limites curtos.
 """
 
@@ -35,6 +35,8 @@ def _with_mistake(target: Path) -> None:
     cell = next(c for c in nb.cells if "def build_model(" in c.source)
     assert "from_logits=False" in cell.source
     cell.source = cell.source.replace("from_logits=False", "from_logits=True")
+    check = next(c for c in nb.cells if "check-2-modelo" in c.metadata.get("tags", []))
+    check.source = "pass  # a verificação apagada não vale: a correção usa a da solução"
     nbformat.write(nb, target)
 
 
@@ -141,6 +143,12 @@ def test_a_notebook_that_hangs_or_kills_its_kernel_gets_its_row_and_nothing_is_s
         p.name: grade.grade_notebook(p, checks, scale="smoke", timeout_s=10, out_dir=out)
         for p in (hang, crash)
     }
+    missing = _tiny(tmp_path, "sem_verificacao.ipynb", "x = 1")
+    nb = nbformat.read(missing, as_version=4)
+    nb.cells[-1].metadata["tags"] = []  # a célula de verificação perdeu a etiqueta
+    nbformat.write(nb, missing)
+    row = grade.grade_notebook(missing, checks, scale="smoke", timeout_s=60, out_dir=out)
+    assert row["check-1-dados"] == "falhou: célula de verificação não encontrada", row
     assert rows["trava.ipynb"]["motivo"].startswith("passou do limite de 10 s"), rows
     assert rows["cai.ipynb"]["motivo"].startswith("o kernel morreu"), rows
     assert all(row["check-1-dados"] == grade.NOT_RUN for row in rows.values())
