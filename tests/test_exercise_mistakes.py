@@ -189,12 +189,6 @@ MISTAKES = [
         "barreira",
     ),
     (
-        "report sem checkpoint",
-        [(REPORT, "            ray.train.report(metrics)")],
-        "TODO 3",
-        "sem checkpoint",
-    ),
-    (
         "número errado de workers",
         [("num_workers=plan.num_workers", "num_workers=4")],
         "TODO 4",
@@ -283,8 +277,9 @@ def test_the_trainer_check_refuses_a_training_function_with_a_todo():
 
 
 def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights():
-    """Os dois casos da verificação do TODO 3 que nenhum erro acima alcança (os anteriores pegam
-    antes): um worker que não treinou e pesos diferentes depois do passo."""
+    """Os casos da verificação do TODO 3 conferidos sem iniciar processos, com o que os workers
+    anotariam: um worker que não treinou, report sem checkpoint, sem as métricas, sem o modelo no
+    rank 0, e pesos diferentes depois do passo (que os erros acima não alcançam: são pegos antes)."""
     from labutils.multiworker.loop_check import _EXAMPLES, _verdict
 
     ids = list(range(_EXAMPLES // 10, _EXAMPLES))
@@ -301,6 +296,15 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
         _verdict([{**seen[0], "fits": []}, seen[1]], 2, 128)
     with pytest.raises(checks.CheckFailed, match="os gradientes não foram somados"):
         _verdict([seen[0], {**seen[1], "weights": [1.0, 2.5]}], 2, 128)
+    broken = {
+        "sem checkpoint": {"files": []},
+        "inclua 'loss'": {"metrics": ["epoch", "loss"]},
+        r"faltam \['model.keras'\]": {"files": ["worker_0.json"]},
+    }
+    for message, change in broken.items():
+        first = {**seen[0], "reports": [{**seen[0]["reports"][0], **change}]}
+        with pytest.raises(checks.CheckFailed, match=message):
+            _verdict([first, seen[1]], 2, 128)
 
 
 # ---------------------------------------------------------------- as fatias, como no worker
