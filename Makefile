@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint browser notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test lint browser firewall notebooks data data-status bench grade rehearsal clean help
 
 help:
 	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
@@ -37,7 +37,15 @@ browser:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-color-emoji; \
 	  else echo "Falta o Chromium (/usr/bin/chromium): sudo apt-get install chromium"; fi; }
 
-test: setup lint browser
+# O teste da sala em máquinas separadas (tests/test_classroom_machines.py) monta um firewall em cada
+# máquina (network namespace) com o iptables do Debian.
+firewall:
+	@command -v iptables >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables; \
+	  else echo "Falta o iptables (o teste do firewall da sala será pulado): sudo apt-get install iptables"; fi; }
+
+test: setup lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest --durations=20
 
 # Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)

@@ -9,9 +9,13 @@ máquina do instrutor, ``join`` nas dos alunos), e o que se confere é o que uma
   criado na máquina dele; com o token errado, o nó principal recusa em segundos;
 - com o token copiado do instrutor, o aluno entra, e as tarefas da busca da lição 02
   (``fit_and_score``, a mesma divisão treino/validação) rodam nas duas máquinas, com o mesmo MSE
-  que no driver.
+  que no driver;
+- tudo isso com um **firewall** na máquina do instrutor e na do aluno que só aceita as portas de
+  :data:`labutils.cluster.CLASSROOM_PORTS` (a tabela da lição 04 e do README): as portas que
+  ``start-head`` e ``join`` fixam bastam. Uma porta fora da tabela fica mesmo fechada.
 
-Precisa de root (``ip netns``); sem ele, o teste é pulado com o motivo. O tráfego fica só entre
+Precisa de root (``ip netns``) e do ``iptables`` (o ``make test`` o instala como root); sem
+eles, o teste é pulado com o motivo. O tráfego fica só entre
 endereços dos namespaces que o teste cria; no fim (também se falhar), todo processo iniciado
 dentro deles é encerrado e os namespaces, removidos.
 """
@@ -32,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from labutils import config
+from labutils.cluster import CLASSROOM_PORTS
 
 SUBNET = "10.231.77"
 PORT = 6379
@@ -45,6 +50,8 @@ def _can_make_namespaces() -> str | None:
         return "precisa de root para criar network namespaces (o CI roda como root)"
     if not shutil.which("ip"):
         return "falta o comando `ip` (iproute2)"
+    if not shutil.which("iptables"):
+        return "falta o `iptables` (o firewall do teste): `make firewall` ou `apt-get install iptables`"
     probe = f"{TAG}probe"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=10)
     if made.returncode != 0:
@@ -94,6 +101,21 @@ class Machine:
     def cluster(self, *args: str, timeout: float = 120, **extra: str):
         return self.run([sys.executable, "-m", "labutils.cluster", *args], timeout, **extra)
 
+    def firewall(self) -> None:
+        """Aceita só as portas da tabela da sala (TCP, vindas da rede da sala) e o loopback."""
+        rules = [
+            ["-P", "INPUT", "DROP"],
+            ["-A", "INPUT", "-i", "lo", "-j", "ACCEPT"],
+            ["-A", "INPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"],
+        ]
+        for port in CLASSROOM_PORTS:
+            dport = str(port.first) if port.first == port.last else f"{port.first}:{port.last}"
+            rules.append(["-A", "INPUT", "-p", "tcp", "-s", f"{SUBNET}.0/24", "--dport", dport,
+                          "-j", "ACCEPT"])  # fmt: skip
+        for rule in rules:
+            subprocess.run(["ip", "netns", "exec", self.ns, "iptables", *rule], check=True,
+                           capture_output=True, timeout=10)  # fmt: skip
+
     def pids(self) -> list[int]:
         out = subprocess.run(
             ["ip", "netns", "pids", self.ns], capture_output=True, text=True, timeout=10
@@ -138,6 +160,8 @@ def classroom():
             _ip("-n", machine.ns, "link", "set", f"{TAG}v{k}", "up")
             # o Ray escolhe o IP do nó pela rota padrão
             _ip("-n", machine.ns, "route", "add", "default", "dev", f"{TAG}v{k}")
+        for machine in machines[:2]:  # o instrutor e o aluno que entra: com firewall
+            machine.firewall()
         yield machines
     finally:
         _end(machines, switch)
@@ -177,9 +201,33 @@ DRIVER = textwrap.dedent(
 )
 
 
+CONNECT = "import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)"
+
+
 def test_the_classroom_on_separate_machines(classroom):
     head, student, late = classroom
     timings = {}
+
+    # o firewall fecha mesmo o que não está na tabela: uma porta qualquer escutando no instrutor
+    listener = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            head.ns,
+            sys.executable,
+            "-c",
+            "import socket, time; s = socket.socket(); s.bind(('0.0.0.0', 7777)); s.listen(); "
+            "time.sleep(60)",
+        ]  # fmt: skip
+    )
+    try:
+        time.sleep(1.0)
+        out, _, code = late.run([sys.executable, "-c", CONNECT, head.ip, "7777"], timeout=30)
+        assert code != 0 and "timed out" in out, f"a porta 7777 deveria estar fechada:\n{out}"
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
 
     out, timings["nó principal no ar"], code = head.cluster(
         "start-head", "--node-ip-address", head.ip, "--num-cpus", "1", "--no-dashboard"

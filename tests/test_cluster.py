@@ -170,3 +170,19 @@ def test_dashboard_answers_and_listens_only_on_localhost(local_cluster):
     }
     assert listening, "ninguém escuta na porta do painel"
     assert listening <= {"127.0.0.1", "::1"}, f"painel exposto em {listening}"
+
+
+def test_the_ports_table_of_lesson_04_and_the_readme_is_the_one_start_head_uses():
+    """Uma fonte só: a tabela de portas do README e da lição 04 é ``ports_table()``, e cada porta
+    dela vira uma opção do ``ray start`` do nó principal (e, fora as do principal, do ``join``)."""
+    import nbformat
+
+    table = cluster.ports_table()
+    lesson = nbformat.read(str(REPO / "notebooks" / "04_cluster_ray.ipynb"), as_version=4)
+    assert any(table in c.source for c in lesson.cells if c.cell_type == "markdown")
+    assert table in (REPO / "README.md").read_text(encoding="utf-8")
+    cmd = " ".join(cluster.head_command())
+    for port in cluster.CLASSROOM_PORTS:
+        assert f"{port.flag}={port.first}" in cmd, port
+        if port.last_flag:
+            assert f"{port.last_flag}={port.last}" in cmd, port

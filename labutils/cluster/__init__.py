@@ -29,7 +29,15 @@ from labutils.cluster.base import (
     split_address,
     wait_for_nodes,
 )
-from labutils.cluster.classroom import head_command, join, start_head, status, stop
+from labutils.cluster.classroom import (
+    CLASSROOM_PORTS,
+    head_command,
+    join,
+    ports_table,
+    start_head,
+    status,
+    stop,
+)
 from labutils.cluster.local import LocalCluster
 
 __all__ = [
@@ -43,7 +51,9 @@ __all__ = [
     "auth_token",
     "check_head_reachable",
     "ensure_auth_token",
+    "CLASSROOM_PORTS",
     "head_command",
+    "ports_table",
     "join",
     "ray_executable",
     "split_address",

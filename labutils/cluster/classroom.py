@@ -10,6 +10,7 @@ o comando e não o invólucro.
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 
 from labutils.cluster.auth import ensure_auth_token, require_head_token, token_refused
 from labutils.cluster.base import (
@@ -26,6 +27,70 @@ from labutils.cluster.base import (
 
 #: interfaces que abrem uma porta para a rede inteira
 ALL_INTERFACES = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class Port:
+    """Uma porta (ou faixa) que um nó da sala usa na rede, com a opção do ``ray start``."""
+
+    flag: str
+    first: int
+    last: int
+    what: str
+    head_only: bool = False
+    #: opção da última porta de uma faixa (``--max-worker-port``)
+    last_flag: str | None = None
+
+    def flags(self) -> list[str]:
+        out = [f"{self.flag}={self.first}"]
+        return out + ([f"{self.last_flag}={self.last}"] if self.last_flag else [])
+
+    @property
+    def label(self) -> str:
+        return str(self.first) if self.first == self.last else f"{self.first}–{self.last}"
+
+
+#: Todas as portas que ``start-head`` e ``join`` fixam, para que um firewall possa nomeá-las: o
+#: firewall da sala libera estas (TCP, só entre as máquinas da sala) e nada mais. A tabela da
+#: lição 04 e do README sai daqui (:func:`ports_table`), e ``tests/test_classroom_machines.py``
+#: monta o firewall com ela. O painel (8265) escuta só em 127.0.0.1: não precisa de regra.
+CLASSROOM_PORTS = (
+    Port("--port", DEFAULT_PORT, DEFAULT_PORT, "GCS: o registro do cluster", head_only=True),
+    Port("--ray-client-server-port", 10001, 10001, "Ray Client (`ray://`)", head_only=True),
+    Port("--node-manager-port", 6380, 6380, "raylet (o escalonador do nó)"),
+    Port("--object-manager-port", 6381, 6381, "armazém de objetos (cópias entre nós)"),
+    Port("--runtime-env-agent-port", 6382, 6382, "agente de ambientes de execução"),
+    Port("--dashboard-agent-grpc-port", 6383, 6383, "agente do painel (gRPC)"),
+    Port("--dashboard-agent-listen-port", 52365, 52365, "agente do painel (HTTP)"),
+    Port("--metrics-export-port", 6384, 6384, "métricas do nó (Prometheus)"),
+    Port(
+        "--min-worker-port",
+        20000,
+        20099,
+        "processos de trabalho (tarefas, atores, drivers)",
+        last_flag="--max-worker-port",
+    ),  # fmt: skip
+)
+
+
+def port_flags(*, head: bool) -> list[str]:
+    """As opções do ``ray start`` que fixam cada porta de :data:`CLASSROOM_PORTS`."""
+    flags = []
+    for port in CLASSROOM_PORTS:
+        if port.flag != "--port" and (head or not port.head_only):
+            flags += port.flags()
+    return flags
+
+
+def ports_table() -> str:
+    """A tabela (markdown) das portas que o firewall da sala libera, a da lição 04 e do README."""
+    lines = ["| porta (TCP) | para quê | em quais máquinas | opção do `ray start` |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    for port in CLASSROOM_PORTS:
+        where = "nó principal" if port.head_only else "todas"
+        flag = f"`{port.flag}`" + (f" / `{port.last_flag}`" if port.last_flag else "")
+        lines.append(f"| {port.label} | {port.what} | {where} | {flag} |")
+    return "\n".join(lines)
 
 
 def head_command(
@@ -47,7 +112,7 @@ def head_command(
         isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 0
     ):
         raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
-    cmd = [ray_executable(), "start", "--head", f"--port={port}"]
+    cmd = [ray_executable(), "start", "--head", f"--port={port}", *port_flags(head=True)]
     if node_ip_address:
         cmd.append(f"--node-ip-address={node_ip_address}")
     if num_cpus is not None:
@@ -129,7 +194,7 @@ def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60)
             "não é o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
             "instrutor (ou corrija RAY_AUTH_TOKEN) e rode o mesmo comando."
         )
-    cmd = [ray_executable(), "start", f"--address={head_address}"]
+    cmd = [ray_executable(), "start", f"--address={head_address}", *port_flags(head=False)]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={int(num_cpus)}")
     run_ray(cmd, timeout=timeout, leave_running=True)
