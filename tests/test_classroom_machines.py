@@ -191,11 +191,34 @@ DRIVER = textwrap.dedent(
         time.sleep(1.0)  # segura a CPU: as tarefas simultâneas vão para os dois nós
         return fit_and_score(n, d, *dados), ray.util.get_node_ip_address()
 
+    # o Ray Train sorteia uma porta livre em cada worker para o gRPC do TensorFlow (a faixa
+    # efêmera da tabela): um ator no nó do aluno escuta numa porta assim; o instrutor conecta
+    @ray.remote(num_cpus=0)
+    class Escuta:
+        def __init__(self):
+            import socket
+            self.sock = socket.socket()
+            self.sock.bind(("", 0))  # como find_free_port do Ray Train
+            self.sock.listen()
+
+        def endereco(self):
+            return ray.util.get_node_ip_address(), self.sock.getsockname()[1]
+
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    outro = [n["NodeID"] for n in ray.nodes() if n["Alive"] and
+             n["NodeManagerAddress"] != ray.util.get_node_ip_address()][0]
+    escuta = Escuta.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(outro, soft=False)).remote()
+    ip_porta = ray.get(escuta.endereco.remote(), timeout=60)
+    import socket
+    socket.create_connection(ip_porta, timeout=5).close()
+
     grade = [(10, 4), (20, 6), (10, 6), (20, 4)]
     saida = ray.get([treino.remote(n, d, ref) for n, d in grade], timeout=180)
     local = [fit_and_score(n, d, *dados)[2] for n, d in grade]
     remoto = [r[0][2] for r in saida]
-    print(json.dumps({"ips": sorted({ip for _, ip in saida}), "local": local, "remoto": remoto}))
+    print(json.dumps({"ips": sorted({ip for _, ip in saida}), "local": local, "remoto": remoto,
+                      "porta_sorteada": ip_porta}))
     ray.shutdown()
     """
 )

@@ -69,7 +69,16 @@ CLASSROOM_PORTS = (
         20099,
         "processos de trabalho (tarefas, atores, drivers)",
         last_flag="--max-worker-port",
-    ),  # fmt: skip
+    ),
+    # Sem opção no `ray start`: o Ray Train sorteia uma porta livre em cada worker para o gRPC do
+    # TensorFlow (ray.train._internal.utils.get_address_and_port), da faixa efêmera do Linux.
+    Port(
+        "",
+        32768,
+        60999,
+        "gRPC do TensorFlow entre os workers do Ray Train (lição 07): uma porta livre sorteada, "
+        "da faixa efêmera do Linux (`net.ipv4.ip_local_port_range`)",
+    ),
 )
 
 
@@ -77,7 +86,7 @@ def port_flags(*, head: bool) -> list[str]:
     """As opções do ``ray start`` que fixam cada porta de :data:`CLASSROOM_PORTS`."""
     flags = []
     for port in CLASSROOM_PORTS:
-        if port.flag != "--port" and (head or not port.head_only):
+        if port.flag and port.flag != "--port" and (head or not port.head_only):
             flags += port.flags()
     return flags
 
@@ -88,7 +97,8 @@ def ports_table() -> str:
              "| --- | --- | --- | --- |"]  # fmt: skip
     for port in CLASSROOM_PORTS:
         where = "nó principal" if port.head_only else "todas"
-        flag = f"`{port.flag}`" + (f" / `{port.last_flag}`" if port.last_flag else "")
+        flag = f"`{port.flag}`" if port.flag else "— (não se fixa)"
+        flag += f" / `{port.last_flag}`" if port.last_flag else ""
         lines.append(f"| {port.label} | {port.what} | {where} | {flag} |")
     return "\n".join(lines)
 
