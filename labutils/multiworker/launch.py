@@ -1,5 +1,9 @@
 """Rodar o ``trainer.fit()`` do Ray Train com limite de tempo e TODOs do aluno traduzidos.
 
+No notebook da lição 07 o ``trainer.fit()`` é do aluno, numa célula, no thread principal (onde o
+Interrupt do Jupyter aborta o treino); :func:`run_trainer` fica para o benchmark, que precisa do
+prazo. :func:`pending_todo` serve às verificações, antes de iniciar qualquer processo.
+
 - :func:`pending_todo`: acha um ``checks.todo(...)`` ainda presente no laço dos workers ANTES de
   iniciá-los (lá dentro, o erro se repetiria a cada nova tentativa do Ray Train);
 - :func:`run_trainer`: ``trainer.fit()`` numa thread, com prazo; um ``TodoNotDone`` vindo de um
