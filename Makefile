@@ -66,7 +66,7 @@ data-status: setup
 # Ex.: make bench SCALE=smoke | make bench BENCH_ARGS="--repeats 5 --only search --synthetic-data"
 BENCH_ARGS ?= --repeats 3
 bench: setup
-	$(PY) -m labutils.bench --scale $(SCALE) $(BENCH_ARGS) --out results/bench
+	$(PY) -m tools.bench --scale $(SCALE) $(BENCH_ARGS) --out results/bench
 
 # Corrige as entregas da lição 07: cada notebook de DIR roda num kernel e num Ray novos, com
 # limite de tempo (GRADE_TIMEOUT s), e as notas vão para DIR/grades.csv e DIR/grades.md.

@@ -237,12 +237,6 @@ def tf_config() -> dict:
     return json.loads(os.environ.get("TF_CONFIG") or "{}")
 
 
-def omp_threads() -> int | None:
-    """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
-    value = os.environ.get("OMP_NUM_THREADS")
-    return int(value) if value and value.isdigit() else None
-
-
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Ambiente para um processo do Ray (``ray start``...): o atual, com o modo de autenticação
     padrão e sem estatísticas de uso."""

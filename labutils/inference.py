@@ -5,7 +5,7 @@ O que **não** é o assunto da lição, e que as células dela usam: o modelo (c
 o limite de threads do TF, a chamada ``predict_on_batch`` de cada lote, a conferência de que um
 degrau deu as mesmas previsões que o processo único, e se um pool de atores cabe nas CPUs.
 As tarefas, os atores, o ``ActorPool`` e o pipeline do Ray Data estão escritos nas células da
-lição 06 (o benchmark tem a sua cópia em ``labutils.bench.inference_runs``).
+lição 06 (o benchmark tem a sua cópia em ``tools.bench.inference_runs``).
 
 Os workers nunca chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em
 bytes e as imagens em arrays ou arquivos Parquet.

@@ -1,4 +1,4 @@
-"""Benchmark (``python -m labutils.bench``): o relatório e uma execução rápida de ponta a ponta.
+"""Benchmark (``python -m tools.bench``): o relatório e uma execução rápida de ponta a ponta.
 
 Não testa a velocidade da máquina: testa que o relatório sai com todas as linhas, que as contas
 (mediana, dispersão, fração do limite) estão certas e que nenhuma abordagem aparece mais rápida
@@ -8,15 +8,17 @@ que o limite que a própria máquina permite (o que denunciaria um limite ou uma
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from labutils.bench import search_bench, tf_bench
-from labutils.bench.report import Measurement, Report, machine_info
+from tools.bench import inference_bench, search_bench, tf_bench
+from tools.bench.report import Measurement, Report, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 #: quanto uma medida pode passar do limite por ruído. Na escala smoke há UMA repetição de tarefas de
@@ -87,6 +89,59 @@ def test_tf_rows_missing_are_reported_not_faked():
     assert all("passou do limite" in s.reason for s in report.skipped)
 
 
+def test_inference_rows_have_speedup_and_bound_or_say_why_not():
+    report = Report({})
+    inference_bench.add_rows(report, {"error": "passou do limite de 9 s"})
+    assert not report.rows and len(report.skipped) == len(inference_bench.ROWS)
+    assert all("passou do limite" in s.reason for s in report.skipped)
+
+    values = {k: [100.0, 120.0, 110.0] for k in inference_bench.ROWS}
+    values["data"] = [180.0]
+    bounds = {k: 2.0 for k in ("all_threads", "tasks", "pool", "data")}
+    report = Report({})
+    inference_bench.add_rows(report, {"results": values, "meta": {"bounds": bounds}})
+    rows = {r.approach: r for r in report.rows}
+    assert len(rows) == len(inference_bench.ROWS) and not report.skipped
+    base = rows[inference_bench.ROWS["single"]]
+    assert base.speedup is None and base.median == 110.0
+    data = rows[inference_bench.ROWS["data"]]
+    assert data.speedup == pytest.approx(180 / 110) and data.of_bound == pytest.approx(0.818, 1e-3)
+
+
+# ---------------------------------------------------------------- fora do pacote dos alunos
+
+
+def test_measure_processes_find_tools_from_any_folder(tmp_path):
+    """Os processos de medida (``python -m tools.bench.X``) e os workers do Ray que eles iniciam
+    herdam o ``PYTHONPATH`` com a raiz do repositório: acham o ``tools`` fora dela."""
+    from tools.bench import ROOT as BENCH_ROOT
+    from tools.bench import measure_env
+
+    env = measure_env({"LABUTILS_SCALE": "smoke"})
+    assert BENCH_ROOT == ROOT and env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", "import tools.bench.tf_measure, tools.bench.inference_bench"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_no_notebook_or_lesson_module_imports_the_bench():
+    """O benchmark é ferramenta de mantenedor: nem as lições nem o ``labutils`` dependem dele."""
+    imports_bench = re.compile(r"^\s*(from|import)\s+(tools\.bench|tools\s+import\s+bench)", re.M)
+    sources = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "labutils").rglob("*.py")}
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        sources[nb.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    hits = sorted(name for name, text in sources.items() if imports_bench.search(text))
+    assert not hits, f"importam o benchmark: {hits}"
+    assert not (ROOT / "labutils" / "bench").exists(), "o benchmark mora em tools/bench/"
+
+
 # ---------------------------------------------------------------- dados ausentes: mensagem, não número
 
 
@@ -128,7 +183,7 @@ def smoke_report(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "labutils.bench",
+            "tools.bench",
             "--scale",
             "smoke",
             "--repeats",

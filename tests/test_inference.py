@@ -12,8 +12,8 @@ import pytest
 import ray
 
 from labutils import inference, raytools
-from labutils.bench import inference_runs
 from labutils.tf.model import create_model
+from tools.bench import inference_runs
 
 N_IMAGES = 96
 BATCH = 32
@@ -146,28 +146,3 @@ def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
 # de que dão os mesmos rótulos que um processo só são a própria lição 06, que o nbval executa na
 # escala smoke (cada degrau passa por ``check_same_labels``, provado vermelho acima). Repeti-los
 # aqui custava ~50 s de CI (quatro processos com TensorFlow) sem verificar nada novo.
-
-
-# ---------------------------------------------------------------- benchmark (make bench)
-
-
-def test_bench_rows_have_speedup_and_bound_or_say_why_not():
-    from labutils.bench import inference_bench
-    from labutils.bench.report import Report
-
-    report = Report({})
-    inference_bench.add_rows(report, {"error": "passou do limite de 9 s"})
-    assert not report.rows and len(report.skipped) == len(inference_bench.ROWS)
-    assert all("passou do limite" in s.reason for s in report.skipped)
-
-    values = {k: [100.0, 120.0, 110.0] for k in inference_bench.ROWS}
-    values["data"] = [180.0]
-    bounds = {k: 2.0 for k in ("all_threads", "tasks", "pool", "data")}
-    report = Report({})
-    inference_bench.add_rows(report, {"results": values, "meta": {"bounds": bounds}})
-    rows = {r.approach: r for r in report.rows}
-    assert len(rows) == len(inference_bench.ROWS) and not report.skipped
-    base = rows[inference_bench.ROWS["single"]]
-    assert base.speedup is None and base.median == 110.0
-    data = rows[inference_bench.ROWS["data"]]
-    assert data.speedup == pytest.approx(180 / 110) and data.of_bound == pytest.approx(0.818, 1e-3)

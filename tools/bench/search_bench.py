@@ -22,17 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from labutils.bench.report import Measurement, Report
-from labutils.bench.search_runs import (
-    remote_fns,
-    run_chunks,
-    run_expensive_first,
-    run_joblib_ray,
-    run_loop,
-    run_seed_ray,
-    run_tune,
-    warm_up,
-)
 from labutils.config import pick, sizes
 from labutils.search import (
     Chunk,
@@ -44,6 +33,17 @@ from labutils.search import (
     validate_grid,
 )
 from labutils.timing import Timer
+from tools.bench.report import Measurement, Report
+from tools.bench.search_runs import (
+    remote_fns,
+    run_chunks,
+    run_expensive_first,
+    run_joblib_ray,
+    run_loop,
+    run_seed_ray,
+    run_tune,
+    warm_up,
+)
 
 SECTION = "Busca de hiperparâmetros"
 #: tamanho do California Housing real (linhas)
@@ -87,7 +87,7 @@ def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str
         if not synthetic:
             raise DatasetUnavailableError(
                 f"{err}\nOu meça com dados sintéticos do mesmo tamanho, dito no relatório: "
-                "python -m labutils.bench --synthetic-data"
+                "python -m tools.bench --synthetic-data"
             ) from None
         from sklearn.datasets import fetch_california_housing
 

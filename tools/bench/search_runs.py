@@ -1,4 +1,4 @@
-"""As abordagens que a seção de busca do benchmark mede (:mod:`labutils.bench.search_bench`).
+"""As abordagens que a seção de busca do benchmark mede (:mod:`tools.bench.search_bench`).
 
 Cada ``run_*`` executa a busca inteira uma vez e devolve ``[(n, profundidade, mse, segundos)]``:
 o laço, as tarefas Ray (roteiro, mais caras primeiro, blocos de árvores) e as ferramentas da

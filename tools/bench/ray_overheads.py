@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from labutils.bench.report import Measurement, Report
 from labutils.config import pick
 from labutils.timing import Timer
+from tools.bench.report import Measurement, Report
 
 SECTION = "Ray: custos fixos"
 

@@ -1,6 +1,6 @@
 """Seção do benchmark: inferência em lote (lição 06), os degraus da escada em imagens/s.
 
-Roda num processo Python novo (``python -m labutils.bench.inference_bench JSON``): o limite de
+Roda num processo Python novo (``python -m tools.bench.inference_bench JSON``): o limite de
 threads do TensorFlow só vale antes de o TF iniciar, e o Ray iniciado lá morre com o processo.
 Devolve as medidas como JSON na última linha; passou do limite de tempo, o grupo de processos
 inteiro é encerrado (SIGKILL) e o relatório diz isso. Nunca trava.
@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from labutils import system
-from labutils.bench.report import Measurement, Report
-from labutils.config import child_env, pick, sizes
+from labutils.config import pick, sizes
+from tools.bench import measure_env
+from tools.bench.report import Measurement, Report
 
 SECTION = "Inferência em lote (lição 06)"
 IPS = "imagens/s"
@@ -54,8 +55,8 @@ def timeout_s(scale: str) -> float:
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
     """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
-    env = child_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale})
-    cmd = [sys.executable, "-m", "labutils.bench.inference_bench", json.dumps(args)]
+    env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale})
+    cmd = [sys.executable, "-m", "tools.bench.inference_bench", json.dumps(args)]
     try:
         done = system.run(cmd, timeout=timeout_s(scale), env=env, check=False)
         lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
@@ -126,7 +127,7 @@ def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
 
 def measure(args: dict[str, Any]) -> dict[str, Any]:
     from labutils import inference
-    from labutils.bench import inference_runs
+    from tools.bench import inference_runs
 
     inference.configure_threads(1)
     import ray

@@ -1,4 +1,4 @@
-"""``python -m labutils.bench``: roda as seções pedidas e grava o relatório."""
+"""``python -m tools.bench``: roda as seções pedidas e grava o relatório."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from labutils.bench.report import Report, machine_info
 from labutils.config import SCALES, current_scale
+from tools.bench.report import Report, machine_info
 
 SECTIONS = ("search", "ray", "tf", "inference")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labutils.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
     parser.add_argument("--scale", choices=SCALES, default=None, help="padrão: LABUTILS_SCALE")
     parser.add_argument("--repeats", type=int, default=3, help="repetições de cada medida")
     parser.add_argument(
@@ -37,22 +37,22 @@ def main(argv: list[str] | None = None) -> int:
 
     report = Report(machine_info(scale))
     if "search" in only:
-        from labutils.bench import search_bench
+        from tools.bench import search_bench
 
         search_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
         report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     if "ray" in only:
-        from labutils.bench import ray_overheads
+        from tools.bench import ray_overheads
 
         ray_overheads.run(report, args.repeats, scale)
         report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     if "tf" in only:
-        from labutils.bench import tf_bench
+        from tools.bench import tf_bench
 
         tf_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
         report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     if "inference" in only:
-        from labutils.bench import inference_bench
+        from tools.bench import inference_bench
 
         inference_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
         report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois

@@ -2,7 +2,7 @@
 
 O TensorFlow só deixa dividir a CPU em dispositivos lógicos antes de inicializar, e o
 multi-worker precisa do ``TF_USE_LEGACY_KERAS=1`` antes do import. Por isso cada parte roda num
-processo Python novo (``python -m labutils.bench.tf_measure MODO JSON``), que devolve as medidas
+processo Python novo (``python -m tools.bench.tf_measure MODO JSON``), que devolve as medidas
 como JSON na última linha da saída, com um limite de tempo rígido: passou dele, o grupo de
 processos inteiro é encerrado (SIGKILL) e a linha do relatório diz isso. Nunca trava.
 
@@ -19,8 +19,9 @@ import sys
 from typing import Any
 
 from labutils import system
-from labutils.bench.report import Measurement, Report
-from labutils.config import child_env, pick, sizes
+from labutils.config import pick, sizes
+from tools.bench import measure_env
+from tools.bench.report import Measurement, Report
 
 PIPELINE = "TensorFlow: pipeline de entrada"
 TRAIN = "TensorFlow: treino"
@@ -70,13 +71,13 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
 
 
 def spawn(mode: str, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Roda ``python -m labutils.bench.tf_measure MODE JSON`` e devolve o JSON que ele imprime.
+    """Roda ``python -m tools.bench.tf_measure MODE JSON`` e devolve o JSON que ele imprime.
 
     Em qualquer falha devolve ``{"error": motivo}``. O processo abre um grupo próprio, encerrado
     inteiro no fim (inclusive o Ray que ele tenha iniciado), termine ele bem ou não.
     """
-    env = child_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]})
-    cmd = [sys.executable, "-m", "labutils.bench.tf_measure", mode, json.dumps(args)]
+    env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]})
+    cmd = [sys.executable, "-m", "tools.bench.tf_measure", mode, json.dumps(args)]
     try:
         done = system.run(cmd, timeout=timeout_s, env=env, check=False)
     except system.CommandError:

@@ -1,6 +1,6 @@
 """Medidas do TensorFlow do benchmark, num processo Python novo (veja ``tf_bench``).
 
-``python -m labutils.bench.tf_measure MODO JSON`` mede ``local`` (pipeline e treino, centralizado
+``python -m tools.bench.tf_measure MODO JSON`` mede ``local`` (pipeline e treino, centralizado
 e com MirroredStrategy) ou ``multiworker`` (Ray Train com 1 e 2 workers) e imprime as medidas
 como JSON na última linha da saída.
 """
@@ -15,7 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labutils.config import omp_threads
+
+def omp_threads() -> int | None:
+    """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
+    value = os.environ.get("OMP_NUM_THREADS")
+    return int(value) if value and value.isdigit() else None
 
 
 def load_train(scale: str, images: int, synthetic: bool) -> tuple[Any, int, str]:

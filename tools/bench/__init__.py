@@ -1,0 +1,28 @@
+"""Benchmark do laboratório: mede, lado a lado e numa só execução, cada abordagem paralela.
+
+Ferramenta de quem mantém o curso (fora do pacote ``labutils``, que é o que os notebooks
+importam). Não é um teste de velocidade: nada aqui falha por a máquina ser lenta. Cada medida é
+repetida, e o relatório traz mediana e dispersão, o speedup sobre a linha de base e, onde existe,
+a razão para o limite que a máquina permite. Uso, da raiz do repositório::
+
+    python -m tools.bench --scale full --repeats 3     # ou: make bench
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from labutils.config import child_env
+
+#: a raiz do repositório, onde mora o pacote ``tools``
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def measure_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Ambiente de um processo de medida (``python -m tools.bench.X``): o de :func:`child_env`,
+    com a raiz do repositório no ``PYTHONPATH``. O ``tools`` não é instalado: assim o processo e
+    os workers do Ray que ele inicia (que herdam o ambiente) o encontram de qualquer pasta."""
+    env = child_env(extra)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
