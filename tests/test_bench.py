@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.bench import inference_bench, search_bench, tf_bench
+from tools.bench import inference_bench, ray_overheads, search_bench, tf_bench
 from tools.bench.report import Measurement, Report, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +108,39 @@ def test_inference_rows_have_speedup_and_bound_or_say_why_not():
     assert data.speedup == pytest.approx(180 / 110) and data.of_bound == pytest.approx(0.818, 1e-3)
 
 
+def test_speedup_agrees_with_the_printed_medians_for_even_repeats():
+    """Com um número par de repetições, o speedup de cada linha é a razão das medianas que o
+    relatório imprime ao lado (``statistics.median``: a média dos dois do meio), em todas as
+    seções que calculam o speedup longe do ``Measurement``."""
+    report = Report({})
+    values = {
+        k: [100.0 * (i + 1), 130.0 * (i + 1) ** 1.5] for i, k in enumerate(inference_bench.ROWS)
+    }
+    inference_bench.add_rows(report, {"results": values, "meta": {"bounds": {}}})
+    base = report.rows[0]
+    for row in report.rows[1:]:
+        assert row.speedup == pytest.approx(row.median / base.median), row.approach
+
+    report = Report({})
+    results = {k: [10.0 * (i + 1), 17.0 * (i + 1) ** 1.5] for i, k in enumerate(tf_bench.ROWS)}
+    tf_bench._add_rows(report, {"results": results, "meta": {}}, {"meta": {}})
+    rows = {r.approach: r for r in report.rows}
+    pairs = {
+        "pipe_cached": "pipe_plain",
+        "fit_central": "fit_plain",
+        "fit_mirrored": "fit_central",
+        "mw_2": "mw_1",
+    }
+    for key, base_key in pairs.items():
+        row, base_row = rows[tf_bench.ROWS[key][1]], rows[tf_bench.ROWS[base_key][1]]
+        assert row.speedup == pytest.approx(row.median / base_row.median), key
+
+    report = Report({})
+    ray_overheads._add_pair(report, "x", ("a", [1.0, 3.0]), ("b", [1.0, 1.5, 2.0, 9.0]), "")
+    first, second = report.rows
+    assert second.speedup == pytest.approx(first.median / second.median)
+
+
 # ---------------------------------------------------------------- fora do pacote dos alunos
 
 
@@ -136,7 +169,9 @@ def test_no_notebook_or_lesson_module_imports_the_bench():
     sources = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "labutils").rglob("*.py")}
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        sources[nb.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        sources[nb.name] = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "code"
+        )
     hits = sorted(name for name, text in sources.items() if imports_bench.search(text))
     assert not hits, f"importam o benchmark: {hits}"
     assert not (ROOT / "labutils" / "bench").exists(), "o benchmark mora em tools/bench/"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -73,7 +74,7 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         for approach in ROWS.values():
             report.skip(SECTION, approach, result.get("error") or "não medido")
         return
-    base = sorted(values["single"])[len(values["single"]) // 2]
+    base = statistics.median(values["single"])
     bounds = meta.get("bounds", {})
     notes = {
         "single": f"linha de base; {meta.get('images')} imagens, lote {meta.get('batch')}: "
@@ -95,7 +96,7 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         if key not in values:
             report.skip(SECTION, approach, result.get("errors", {}).get(key, "não medido"))
             continue
-        median = sorted(values[key])[len(values[key]) // 2]
+        median = statistics.median(values[key])
         speedup = None if key == "single" else median / base
         bound = None if key == "single" else bounds.get(key)
         report.add(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
 from labutils.config import pick
@@ -21,7 +23,7 @@ def _add_pair(report: Report, what: str, base: tuple, other: tuple, note: str) -
             f"{what}: {other_label}",
             "tempo (s)",
             other_values,
-            speedup=first.median / float(np.median(other_values)),
+            speedup=first.median / statistics.median(other_values),
             note=note,
         )
     )
@@ -60,7 +62,7 @@ def run(report: Report, repeats: int, scale: str) -> None:
             f"{n_tasks} tarefas vazias",
             "tarefas/s",
             rates,
-            note=f"custo fixo ≈ {1000 / np.median(rates):.2f} ms por tarefa",
+            note=f"custo fixo ≈ {1000 / statistics.median(rates):.2f} ms por tarefa",
             higher_is_better=True,
         )
     )

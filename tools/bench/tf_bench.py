@@ -15,6 +15,7 @@ que mede nas imagens aleatórias do mock, no mesmo tamanho, e diz isso em cada l
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from typing import Any
 
@@ -98,15 +99,14 @@ def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> N
         err = errors.get(key) or (local if key.startswith(("pipe", "fit")) else multi).get("error")
         report.skip(*ROWS[key], err or "não medido (sem motivo registrado)")
 
-    def median(key: str) -> float:
-        values = sorted(results[key])
-        mid = len(values) // 2
-        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-
     def add(key, base=None, bound=None, note=""):
         if key not in results:
             return
-        speedup = median(key) / median(base) if base and base in results else None
+        speedup = (
+            statistics.median(results[key]) / statistics.median(results[base])
+            if base and base in results
+            else None
+        )
         section, approach = ROWS[key]
         report.add(Measurement(section, approach, IPS, results[key], speedup, bound, note, True))
 
