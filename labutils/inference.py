@@ -251,7 +251,10 @@ def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
         )
 
 
-def speedup_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
-    """Maior speedup possível sobre a linha de base: núcleos ocupáveis / núcleos da linha de base."""
+def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
+    """Maior speedup possível sobre a linha de base: núcleos ocupáveis / núcleos da linha de base.
+
+    Conta processos × threads sobre os núcleos desta máquina (não é o limite de uma fila de
+    tarefas de tempos diferentes: esse é :func:`labutils.schedule.speedup_bound`)."""
     cores = len(os.sched_getaffinity(0))
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

@@ -181,9 +181,9 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
             startup_s = rungs["data"].extra["startup_s"]
         threads = int(rungs["all_threads"].extra["threads"])
         cores = len(os.sched_getaffinity(0))
-        pooled = inference.speedup_bound(actors_n, 1)  # processos de 1 thread lado a lado
+        pooled = inference.cores_bound(actors_n, 1)  # processos de 1 thread lado a lado
         bounds = {
-            "all_threads": inference.speedup_bound(1, threads),
+            "all_threads": inference.cores_bound(1, threads),
             **dict.fromkeys(("tasks", "pool", "side", "data", "data_steady"), pooled),
         }
         meta = {"images": len(stream), "batch": batch, "source": source, "threads": threads,
