@@ -1,4 +1,4 @@
-"""A forma do labutils: módulos curtos, sem círculos de import, sem API privada do Ray, e um só
+"""A forma do labutils: sem círculos de import, sem API privada do Ray, e um só
 leitor de variáveis de ambiente (``labutils.config``).
 
 Cada regra aqui é uma que um mantenedor quebraria sem perceber; a mensagem diz onde.
@@ -12,7 +12,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "labutils"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-MAX_LINES = 320  # "um módulo que se lê de uma vez" (~300 linhas)
 #: leituras do ambiente: `os.environ.get`, `os.getenv`, `os.environ[...]` lido, `in os.environ`,
 #: cópias (`dict(os.environ)`, `{**os.environ}`)
 ENV_READ = re.compile(
@@ -76,14 +75,6 @@ def find_cycle(package: Path) -> list[str] | None:
         if node not in state and (cycle := visit(node)):
             return cycle
     return None
-
-
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
-def test_module_is_short_enough_to_read_in_one_sitting(path):
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, (
-        f"{module_name(path)} tem {lines} linhas (máx. {MAX_LINES}): divida-o"
-    )
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
