@@ -186,3 +186,13 @@ def test_the_ports_table_of_lesson_04_and_the_readme_is_the_one_start_head_uses(
         assert f"{port.flag}={port.first}" in cmd, port
         if port.last_flag:
             assert f"{port.last_flag}={port.last}" in cmd, port
+
+
+def test_the_local_cluster_does_not_take_the_classroom_ports():
+    """Vários nós numa máquina: cada opção de porta aparece uma vez só, com a porta sorteada."""
+    lc = LocalCluster(num_workers=1)
+    lc.temp_dir = "/tmp/x"
+    head = lc._node_command(0, "/tmp/x/n0")
+    names = [part.split("=", 1)[0] for part in head if part.startswith("--") and "port" in part]
+    assert len(names) == len(set(names)), f"opção de porta repetida: {head}"
+    assert "--node-manager-port=6380" not in head

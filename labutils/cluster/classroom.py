@@ -113,8 +113,13 @@ def head_command(
     node_ip_address: str | None = None,
     block: bool = False,
     extra: list[str] | None = None,
+    classroom_ports: bool = True,
 ) -> list[str]:
-    """Monta o comando ``ray start --head ...`` (sem executá-lo)."""
+    """Monta o comando ``ray start --head ...`` (sem executá-lo).
+
+    ``classroom_ports``: fixa as portas de :data:`CLASSROOM_PORTS` (o nó principal da sala); o
+    :class:`~labutils.cluster.LocalCluster`, com vários nós numa máquina, passa as suas em
+    ``extra`` e desliga isto."""
     check_port(port, "o nó principal (--port)")
     if dashboard:
         check_port(dashboard_port, "o painel (--dashboard-port)")
@@ -122,7 +127,8 @@ def head_command(
         isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 0
     ):
         raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
-    cmd = [ray_executable(), "start", "--head", f"--port={port}", *port_flags(head=True)]
+    cmd = [ray_executable(), "start", "--head", f"--port={port}"]
+    cmd += port_flags(head=True) if classroom_ports else []
     if node_ip_address:
         cmd.append(f"--node-ip-address={node_ip_address}")
     if num_cpus is not None:

@@ -196,6 +196,7 @@ class LocalCluster:
                 dashboard_port=self.dashboard_port or DEFAULT_DASHBOARD_PORT,
                 block=True,
                 extra=[f"--ray-client-server-port={client}", *common, *self.head_args],
+                classroom_ports=False,  # portas sorteadas: vários nós nesta máquina
             )
         return [
             ray_executable(),
