@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from labutils.search import validate_grid
+from labutils.grid import validate_grid
 from labutils.tuning import RANDOM_STATE
 
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria

@@ -29,7 +29,7 @@ def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tupl
 
 def config_labels(grid: Iterable[Sequence[int]]) -> list[str]:
     """Rótulos ``"(n_estimators, max_depth)"`` para o eixo das configurações."""
-    from labutils.search import validate_grid
+    from labutils.grid import validate_grid
 
     return [f"({n}, {d})" for n, d in validate_grid(grid)]
 

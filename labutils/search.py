@@ -1,4 +1,4 @@
-"""Busca de hiperparâmetros da lição 02: treino, divisão dos dados e limites de speedup.
+"""Busca de hiperparâmetros da lição 02: o treino de uma configuração e a divisão dos dados.
 
 As funções daqui são Python puro (sem Ray): o notebook as embrulha em ``@ray.remote`` para
 mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas na lição 04.
@@ -7,14 +7,9 @@ mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas n
   03 (escolhe-se na validação; o teste é usado uma vez, no fim);
 - :func:`fit_and_score`: treina uma Random Forest e devolve ``(n, profundidade, mse, segundos)``;
 
-Este módulo também reexporta, para as lições importarem de um lugar só:
-
-- de :mod:`labutils.grid`: :func:`validate_grid` e :func:`most_expensive_first`;
-- de :mod:`labutils.schedule`: :func:`speedup_bound`, :func:`list_schedule_makespan` e
-  :func:`list_schedule`, o que o hardware permite e o que uma ordem de envio consegue;
-- de :mod:`labutils.chunks`: a floresta dividida em blocos de árvores (:func:`plan_chunks`...);
-- de :mod:`labutils.search_store`: :func:`gather_with_progress`, :func:`save_results` e
-  :func:`resumable_search`, para que uma busca longa nunca se perca.
+A grade, a fila de tarefas, a floresta em blocos e os resultados gravados linha a linha moram
+nos seus módulos (:mod:`labutils.grid`, :mod:`labutils.schedule`, :mod:`labutils.chunks`,
+:mod:`labutils.search_store`); as lições importam cada nome de onde ele é definido.
 """
 
 from __future__ import annotations
@@ -23,35 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from labutils.chunks import (  # noqa: F401  (reexportados)
-    MAX_INT,
-    Chunk,
-    ChunkResult,
-    combine_chunks,
-    fit_chunk_and_predict,
-    fit_forest_chunk,
-    merge_forests,
-    plan_chunks,
-    split_trees,
-)
 from labutils.config import pick
-from labutils.grid import estimated_cost, most_expensive_first, validate_grid  # noqa: F401
-from labutils.schedule import (  # noqa: F401  (reexportados)
-    list_schedule,
-    list_schedule_makespan,
-    makespan_lower_bound,
-    speedup_bound,
-)
-from labutils.search_store import (  # noqa: F401  (reexportados)
-    RESULT_COLUMNS,
-    append_row,
-    gather_with_progress,
-    read_results,
-    results_path,
-    resumable_search,
-    save_results,
-    start_csv,
-)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from labutils.config import results_dir
-from labutils.search import speedup_bound, validate_grid
+from labutils.grid import validate_grid
+from labutils.schedule import speedup_bound
 
 RANDOM_STATE = 42
 #: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade

@@ -12,6 +12,22 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import mean_squared_error
 
 from labutils import config, search
+from labutils.chunks import (
+    combine_chunks,
+    fit_chunk_and_predict,
+    fit_forest_chunk,
+    merge_forests,
+    plan_chunks,
+    split_trees,
+)
+from labutils.grid import estimated_cost, most_expensive_first, validate_grid
+from labutils.schedule import (
+    list_schedule,
+    list_schedule_makespan,
+    makespan_lower_bound,
+    speedup_bound,
+)
+from labutils.search_store import RESULT_COLUMNS, gather_with_progress, save_results
 
 SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
 # tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)
@@ -30,8 +46,8 @@ def data():
 
 
 def test_validate_grid_accepts_and_normalizes():
-    assert search.validate_grid(SEED_GRID) == SEED_GRID
-    out = search.validate_grid(((np.int64(10), 4), [20, np.int32(6)]))
+    assert validate_grid(SEED_GRID) == SEED_GRID
+    out = validate_grid(((np.int64(10), 4), [20, np.int32(6)]))
     assert out == [(10, 4), (20, 6)]
     assert all(type(v) is int for pair in out for v in pair)
 
@@ -57,7 +73,7 @@ def test_validate_grid_accepts_and_normalizes():
 )
 def test_validate_grid_rejects_bad_grids(grid, fragment):
     with pytest.raises(ValueError, match=fragment):
-        search.validate_grid(grid)
+        validate_grid(grid)
 
 
 # ---------------------------------------------------------------- fit_and_score
@@ -82,28 +98,28 @@ def test_fit_and_score_matches_sklearn(data):
 
 
 def test_speedup_bound_examples():
-    assert search.speedup_bound([1, 1], 2) == pytest.approx(2.0)
-    assert search.speedup_bound([3, 1], 2) == pytest.approx(4 / 3)  # a tarefa longa manda
-    assert search.speedup_bound([1] * 10, 4) == pytest.approx(4.0)  # o trabalho/núcleos manda
-    assert search.speedup_bound([5, 2], 1) == pytest.approx(1.0)
+    assert speedup_bound([1, 1], 2) == pytest.approx(2.0)
+    assert speedup_bound([3, 1], 2) == pytest.approx(4 / 3)  # a tarefa longa manda
+    assert speedup_bound([1] * 10, 4) == pytest.approx(4.0)  # o trabalho/núcleos manda
+    assert speedup_bound([5, 2], 1) == pytest.approx(1.0)
     total = sum(FACT_TIMES)
-    assert search.speedup_bound(FACT_TIMES, 2) == pytest.approx(2.0)
-    assert search.speedup_bound(FACT_TIMES, 16) == pytest.approx(total / 11.8)
-    assert search.makespan_lower_bound(FACT_TIMES, 2) == pytest.approx(total / 2)
+    assert speedup_bound(FACT_TIMES, 2) == pytest.approx(2.0)
+    assert speedup_bound(FACT_TIMES, 16) == pytest.approx(total / 11.8)
+    assert makespan_lower_bound(FACT_TIMES, 2) == pytest.approx(total / 2)
 
 
 @pytest.mark.parametrize(("times", "cores"), [([], 2), ([1.0], 0), ([1.0, -1.0], 2)])
 def test_speedup_bound_rejects_bad_input(times, cores):
     with pytest.raises(ValueError):
-        search.speedup_bound(times, cores)
+        speedup_bound(times, cores)
 
 
 def test_list_schedule_seed_order_vs_expensive_first():
     # ordem do roteiro: a tarefa mais longa começa por último
-    assert search.list_schedule_makespan(FACT_TIMES, 2) == pytest.approx(1.5 + 7.0 + 11.8)
+    assert list_schedule_makespan(FACT_TIMES, 2) == pytest.approx(1.5 + 7.0 + 11.8)
     lpt = sorted(FACT_TIMES, reverse=True)
-    assert search.list_schedule_makespan(lpt, 2) == pytest.approx(11.8 + 4.1 + 1.5)
-    assert search.list_schedule_makespan(FACT_TIMES, 1) == pytest.approx(sum(FACT_TIMES))
+    assert list_schedule_makespan(lpt, 2) == pytest.approx(11.8 + 4.1 + 1.5)
+    assert list_schedule_makespan(FACT_TIMES, 1) == pytest.approx(sum(FACT_TIMES))
 
 
 def test_list_schedule_never_beats_the_bound():
@@ -111,22 +127,20 @@ def test_list_schedule_never_beats_the_bound():
     for _ in range(200):
         times = rng.exponential(size=rng.integers(1, 12))
         cores = int(rng.integers(1, 6))
-        makespan = search.list_schedule_makespan(times, cores)
-        assert makespan >= search.makespan_lower_bound(times, cores) - 1e-12
+        makespan = list_schedule_makespan(times, cores)
+        assert makespan >= makespan_lower_bound(times, cores) - 1e-12
         assert makespan <= times.sum() + 1e-12
 
 
 def test_list_schedule_gives_each_task_its_core_and_times():
     # ordem do roteiro, 2 núcleos: a mais longa (11.8 s) começa aos 8.5 s, quando o núcleo 0 vaga
-    plan = search.list_schedule(FACT_TIMES, 2)
+    plan = list_schedule(FACT_TIMES, 2)
     assert [core for core, _, _ in plan] == [0, 1, 0, 1, 0]
     assert plan[-1][1] == pytest.approx(1.5 + 7.0)
     assert all(
         end - start == pytest.approx(t) for (_, start, end), t in zip(plan, FACT_TIMES, strict=True)
     )
-    assert max(end for _, _, end in plan) == pytest.approx(
-        search.list_schedule_makespan(FACT_TIMES, 2)
-    )
+    assert max(end for _, _, end in plan) == pytest.approx(list_schedule_makespan(FACT_TIMES, 2))
     # num núcleo, nenhuma tarefa começa antes de a anterior acabar
     for core in (0, 1):
         mine = [(s, e) for c, s, e in plan if c == core]
@@ -137,13 +151,13 @@ def test_list_schedule_gives_each_task_its_core_and_times():
 
 
 def test_most_expensive_first():
-    assert search.most_expensive_first(SEED_GRID) == SEED_GRID[::-1]
+    assert most_expensive_first(SEED_GRID) == SEED_GRID[::-1]
     grid = [(10, 50), (100, 2), (30, 5)]
-    assert search.most_expensive_first(grid) == [(10, 50), (100, 2), (30, 5)]
+    assert most_expensive_first(grid) == [(10, 50), (100, 2), (30, 5)]
     # com poucas amostras a profundidade satura em log2(amostras): as árvores mandam
-    assert search.most_expensive_first(grid, n_samples=16) == [(100, 2), (30, 5), (10, 50)]
+    assert most_expensive_first(grid, n_samples=16) == [(100, 2), (30, 5), (10, 50)]
     with pytest.raises(ValueError, match="vazia"):
-        search.most_expensive_first([])
+        most_expensive_first([])
 
 
 # ---------------------------------------------------------------- blocos
@@ -151,24 +165,24 @@ def test_most_expensive_first():
 
 @pytest.mark.parametrize(("n", "k"), [(10, 3), (7, 7), (3, 10), (1, 1)])
 def test_split_trees_covers_all_trees(n, k):
-    parts = search.split_trees(n, k)
+    parts = split_trees(n, k)
     assert sum(size for _, size in parts) == n
     assert [first for first, _ in parts] == list(np.cumsum([0] + [s for _, s in parts])[:-1])
     assert max(s for _, s in parts) - min(s for _, s in parts) <= 1
 
 
 def test_plan_chunks_covers_grid_and_balances():
-    chunks = search.plan_chunks(SEED_GRID, cores=2, chunks_per_core=4)
+    chunks = plan_chunks(SEED_GRID, cores=2, chunks_per_core=4)
     for n, d in SEED_GRID:
         mine = sorted(
             (c.first_tree, c.n_trees) for c in chunks if (c.n_estimators, c.max_depth) == (n, d)
         )
         assert mine[0][0] == 0 and sum(s for _, s in mine) == n
     assert len(chunks) > len(SEED_GRID)
-    costs = [search.estimated_cost(c.n_trees, c.max_depth) for c in chunks]
+    costs = [estimated_cost(c.n_trees, c.max_depth) for c in chunks]
     assert costs == sorted(costs, reverse=True)
     # o bloco mais caro custa bem menos que a configuração mais cara inteira
-    assert max(costs) < 0.5 * search.estimated_cost(500, 30)
+    assert max(costs) < 0.5 * estimated_cost(500, 30)
 
 
 def test_plan_chunks_leaves_no_core_idle_at_the_end():
@@ -176,15 +190,15 @@ def test_plan_chunks_leaves_no_core_idle_at_the_end():
     a fila e usa blocos menores até o núcleo mais carregado ficar a 1% do ideal."""
     samples = 16512  # o treino do California Housing
     for cores in (2, 3, 4):
-        chunks = search.plan_chunks(SEED_GRID, cores, chunks_per_core=4, n_samples=samples)
-        costs = [search.estimated_cost(c.n_trees, c.max_depth, samples) for c in chunks]
-        assert search.list_schedule_makespan(costs, cores) <= 1.01 * sum(costs) / cores
+        chunks = plan_chunks(SEED_GRID, cores, chunks_per_core=4, n_samples=samples)
+        costs = [estimated_cost(c.n_trees, c.max_depth, samples) for c in chunks]
+        assert list_schedule_makespan(costs, cores) <= 1.01 * sum(costs) / cores
         # controle: exatamente 4 blocos por núcleo (sem simular a fila) ficam 2% a 9% acima
-        fixed = search.plan_chunks(
+        fixed = plan_chunks(
             SEED_GRID, cores, chunks_per_core=4, n_samples=samples, tolerance=float("inf")
         )
-        costs = [search.estimated_cost(c.n_trees, c.max_depth, samples) for c in fixed]
-        assert search.list_schedule_makespan(costs, cores) > 1.01 * sum(costs) / cores
+        costs = [estimated_cost(c.n_trees, c.max_depth, samples) for c in fixed]
+        assert list_schedule_makespan(costs, cores) > 1.01 * sum(costs) / cores
 
 
 def test_merged_forest_predicts_like_whole_forest(data):
@@ -193,10 +207,10 @@ def test_merged_forest_predicts_like_whole_forest(data):
         X_train, y_train
     )
     parts = [
-        search.fit_forest_chunk(size, 6, X_train, y_train, first_tree=first)
-        for first, size in search.split_trees(12, 3)
+        fit_forest_chunk(size, 6, X_train, y_train, first_tree=first)
+        for first, size in split_trees(12, 3)
     ]
-    merged = search.merge_forests(parts)
+    merged = merge_forests(parts)
     assert merged.n_estimators == 12 and len(merged.estimators_) == 12
     assert merged.get_params() == whole.get_params()
     for a, b in zip(merged.estimators_, whole.estimators_, strict=True):
@@ -204,7 +218,7 @@ def test_merged_forest_predicts_like_whole_forest(data):
         np.testing.assert_array_equal(a.tree_.threshold, b.tree_.threshold)
     np.testing.assert_allclose(merged.predict(X_test), whole.predict(X_test), rtol=1e-12)
     # controle: blocos com a mesma semente repetem árvores e NÃO reproduzem a floresta inteira
-    naive = search.merge_forests(
+    naive = merge_forests(
         [
             RandomForestRegressor(n_estimators=4, max_depth=6, random_state=42).fit(
                 X_train, y_train
@@ -217,27 +231,27 @@ def test_merged_forest_predicts_like_whole_forest(data):
 
 def test_merge_forests_rejects_mismatch(data):
     X_train, y_train, _, _ = data
-    a = search.fit_forest_chunk(2, 3, X_train, y_train)
-    b = search.fit_forest_chunk(2, 4, X_train, y_train, first_tree=2)
+    a = fit_forest_chunk(2, 3, X_train, y_train)
+    b = fit_forest_chunk(2, 4, X_train, y_train, first_tree=2)
     with pytest.raises(ValueError, match="max_depth"):
-        search.merge_forests([a, b])
+        merge_forests([a, b])
     with pytest.raises(ValueError, match="Nenhuma"):
-        search.merge_forests([])
+        merge_forests([])
 
 
 def test_combine_chunks_gives_whole_forest_mse(data):
     X_train, y_train, X_test, y_test = data
     grid = [(9, 4), (5, 3)]
-    chunks = search.plan_chunks(grid, cores=2, chunks_per_core=3)
+    chunks = plan_chunks(grid, cores=2, chunks_per_core=3)
     assert len(chunks) > len(grid)
-    parts = [search.fit_chunk_and_predict(c, X_train, y_train, X_test) for c in chunks]
-    combined = {(n, d): (mse, s) for n, d, mse, s in search.combine_chunks(parts, y_test)}
+    parts = [fit_chunk_and_predict(c, X_train, y_train, X_test) for c in chunks]
+    combined = {(n, d): (mse, s) for n, d, mse, s in combine_chunks(parts, y_test)}
     for n, d in grid:
         expected = search.fit_and_score(n, d, X_train, y_train, X_test, y_test)[2]
         assert combined[(n, d)][0] == pytest.approx(expected, rel=1e-10)
         assert combined[(n, d)][1] > 0
     with pytest.raises(ValueError, match="árvores"):
-        search.combine_chunks(parts[1:], y_test)
+        combine_chunks(parts[1:], y_test)
 
 
 # ---------------------------------------------------------------- resultados e progresso
@@ -245,11 +259,11 @@ def test_combine_chunks_gives_whole_forest_mse(data):
 
 def test_save_results_writes_csv(tmp_path, monkeypatch):
     monkeypatch.setenv(config.RESULTS_DIR_ENV, str(tmp_path / "res"))
-    path = search.save_results([(10, 4, 0.5, 1.25), (20, 6, 0.25, 2.5)], "busca")
+    path = save_results([(10, 4, 0.5, 1.25), (20, 6, 0.25, 2.5)], "busca")
     assert path == tmp_path / "res" / "busca.csv"
     rows = list(csv.reader(path.open(encoding="utf-8")))
     assert rows == [
-        list(search.RESULT_COLUMNS),
+        list(RESULT_COLUMNS),
         ["10", "4", "0.5", "1.25"],
         ["20", "6", "0.25", "2.5"],
     ]
@@ -277,9 +291,9 @@ def test_gather_returns_submission_order_and_saves_each_result(tmp_path, monkeyp
     values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
     monkeypatch.setitem(sys.modules, "ray", _FakeRay(values))
     out = tmp_path / "r.csv"
-    assert search.gather_with_progress([0, 1, 2], csv_path=out) == values
+    assert gather_with_progress([0, 1, 2], csv_path=out) == values
     rows = list(csv.reader(out.open(encoding="utf-8")))
-    assert rows[0] == list(search.RESULT_COLUMNS)
+    assert rows[0] == list(RESULT_COLUMNS)
     assert [int(r[0]) for r in rows[1:]] == [30, 20, 10]  # ordem de chegada
 
 
@@ -288,7 +302,7 @@ def test_gather_keeps_finished_results_when_a_task_fails(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", _FakeRay(values, fail_at=0))
     out = tmp_path / "r.csv"
     with pytest.raises(RuntimeError, match="worker morreu"):
-        search.gather_with_progress([0, 1, 2], csv_path=out)
+        gather_with_progress([0, 1, 2], csv_path=out)
     rows = list(csv.reader(out.open(encoding="utf-8")))
     assert [int(r[0]) for r in rows[1:]] == [30, 20]
 
@@ -296,4 +310,4 @@ def test_gather_keeps_finished_results_when_a_task_fails(tmp_path, monkeypatch):
 def test_gather_times_out_instead_of_hanging(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", _FakeRay([(1, 1, 0.0, 0.0)], stall=True))
     with pytest.raises(TimeoutError, match="Nenhuma tarefa terminou"):
-        search.gather_with_progress([0], timeout_s=0.01)
+        gather_with_progress([0], timeout_s=0.01)

@@ -20,6 +20,13 @@ import pytest
 from processes import kill_tree
 
 from labutils import search
+from labutils.search_store import (
+    RESULT_COLUMNS,
+    append_row,
+    read_results,
+    resumable_search,
+    start_csv,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = [(30, d) for d in range(3, 11)]  # 8 configurações de ~0,2–0,5 s, uma por vez (1 CPU)
@@ -30,7 +37,8 @@ import sys
 import numpy as np
 import ray
 from labutils.raytools import init_ray
-from labutils.search import fit_and_score, resumable_search
+from labutils.search import fit_and_score
+from labutils.search_store import resumable_search
 
 grid = [tuple(p) for p in eval(sys.argv[2])]
 rng = np.random.default_rng(0)
@@ -73,7 +81,7 @@ def _driver(csv_path: Path) -> subprocess.Popen:
 
 
 def _rows(path: Path) -> int:
-    return len(search.read_results(path)) if path.exists() else 0
+    return len(read_results(path)) if path.exists() else 0
 
 
 @pytest.mark.slow
@@ -88,7 +96,7 @@ def test_killed_driver_resumes_without_losing_or_repeating(tmp_path):
             time.sleep(0.05)
     finally:
         kill_tree(proc)
-    before = search.read_results(csv_path)
+    before = read_results(csv_path)
     assert KILL_AFTER <= len(before) < len(GRID), "o driver deveria morrer no meio da busca"
 
     proc = _driver(csv_path)
@@ -98,7 +106,7 @@ def test_killed_driver_resumes_without_losing_or_repeating(tmp_path):
         kill_tree(proc)
     assert proc.returncode == 0 and "BUSCA COMPLETA" in out, out[-3000:]
 
-    after = search.read_results(csv_path)
+    after = read_results(csv_path)
     assert after[: len(before)] == before, "as linhas gravadas antes da queda mudaram"
     configs = [(n, d) for n, d, _, _ in after]
     assert sorted(configs) == sorted(GRID), f"cada configuração deveria aparecer 1 vez: {configs}"
@@ -124,32 +132,32 @@ class _FakeRay(types.ModuleType):
 def test_resume_skips_done_and_drops_a_cut_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", _FakeRay())
     path = tmp_path / "r.csv"
-    search.start_csv(path)
-    search.append_row(path, (10, 4, 0.5, 1.0))
+    start_csv(path)
+    append_row(path, (10, 4, 0.5, 1.0))
     with path.open("ab") as fh:
         fh.write(b"20,6,0.2")  # o processo morreu no meio desta linha
-    assert search.read_results(path) == [(10, 4, 0.5, 1.0)]
+    assert read_results(path) == [(10, 4, 0.5, 1.0)]
     submitted = []
 
     def submit(n, d):
         submitted.append((n, d))
         return (n, d, 0.1 * d, 2.0)
 
-    out = search.resumable_search([(10, 4), (20, 6), (30, 8)], submit, path)
+    out = resumable_search([(10, 4), (20, 6), (30, 8)], submit, path)
     assert submitted == [(20, 6), (30, 8)], "a configuração já gravada foi enviada de novo"
     assert out == [(10, 4, 0.5, 1.0), (20, 6, 0.6000000000000001, 2.0), (30, 8, 0.8, 2.0)]
-    assert search.read_results(path) == [out[0], out[1], out[2]]
+    assert read_results(path) == [out[0], out[1], out[2]]
     assert path.read_text(encoding="utf-8").count("\n") == 4  # cabeçalho + 3, sem a linha cortada
-    assert search.resumable_search([(10, 4), (20, 6)], submit, path) == out[:2]
+    assert resumable_search([(10, 4), (20, 6)], submit, path) == out[:2]
     assert len(submitted) == 2, "com tudo gravado, nada deveria ser enviado"
     with pytest.raises(ValueError, match="repetidas"):
-        search.resumable_search([(10, 4), (10, 4)], submit, path)
+        resumable_search([(10, 4), (10, 4)], submit, path)
 
 
 def test_resume_of_an_empty_or_headless_file(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", _FakeRay())
     path = tmp_path / "r.csv"
     path.write_bytes(b"n_estim")  # morreu escrevendo o cabeçalho
-    out = search.resumable_search([(10, 4)], lambda n, d: (n, d, 0.5, 1.0), path)
+    out = resumable_search([(10, 4)], lambda n, d: (n, d, 0.5, 1.0), path)
     assert out == [(10, 4, 0.5, 1.0)]
-    assert path.read_text(encoding="utf-8").splitlines()[0] == ",".join(search.RESULT_COLUMNS)
+    assert path.read_text(encoding="utf-8").splitlines()[0] == ",".join(RESULT_COLUMNS)

@@ -97,6 +97,7 @@ tfdata, tfmodel, tfdevices = m("tf.data"), m("tf.model"), m("tf.devices")
 multiworker, checks = m("multiworker"), m("multiworker.checks")
 exercise = m("make_student_notebook", package="tools")
 cluster, doctor, search, plots = m("cluster"), m("doctor"), m("search"), m("plots")
+grid, chunks, schedule, search_store = m("grid"), m("chunks"), m("schedule"), m("search_store")
 
 # (função, o que há de errado, chamada, exceção esperada, trecho que nomeia o valor ruim)
 CASES = [
@@ -470,47 +471,47 @@ CASES = [
     ),
     ("doctor.check_cpus", "zero núcleos", lambda: doctor.check_cpus(0), ValueError, "recebi 0"),
     ("doctor.tf_probe", "limite zero", lambda: doctor.tf_probe(timeout=0), ValueError, "recebi 0"),
-    # search (lição 02)
+    # busca (lição 02): search, grid, chunks, schedule, search_store
     (
-        "search.validate_grid",
+        "grid.validate_grid",
         "árvores zero",
-        lambda: search.validate_grid([(0, 3)]),
+        lambda: grid.validate_grid([(0, 3)]),
         ValueError,
         "recebi 0",
     ),
     (
-        "search.validate_grid",
+        "grid.validate_grid",
         "não é lista de pares",
-        lambda: search.validate_grid("abc"),
+        lambda: grid.validate_grid("abc"),
         ValueError,
         "'abc'",
     ),
-    ("search.split_trees", "zero blocos", lambda: search.split_trees(10, 0), ValueError, "10 e 0"),
+    ("chunks.split_trees", "zero blocos", lambda: chunks.split_trees(10, 0), ValueError, "10 e 0"),
     (
-        "search.speedup_bound",
+        "schedule.speedup_bound",
         "zero núcleos",
-        lambda: search.speedup_bound([1, 2], 0),
+        lambda: schedule.speedup_bound([1, 2], 0),
         ValueError,
         "recebi 0",
     ),
     (
-        "search.list_schedule_makespan",
+        "schedule.list_schedule_makespan",
         "tempo negativo",
-        lambda: search.list_schedule_makespan([1, -2], 2),
+        lambda: schedule.list_schedule_makespan([1, -2], 2),
         ValueError,
         "-2.0",
     ),
     (
-        "search.estimated_cost",
+        "grid.estimated_cost",
         "árvores negativas",
-        lambda: search.estimated_cost(-1, 3),
+        lambda: grid.estimated_cost(-1, 3),
         ValueError,
         "recebi -1",
     ),
     (
-        "search.results_path",
+        "search_store.results_path",
         "nome com caminho",
-        lambda: search.results_path("../fora"),
+        lambda: search_store.results_path("../fora"),
         ValueError,
         "'../fora'",
     ),
@@ -554,21 +555,21 @@ CASES = [
     (
         "bench.main",
         "--repeats 0",
-        lambda: _cli(m("bench.__main__").main, ["--repeats", "0"]),
+        lambda: _cli(m("bench.__main__", package="tools").main, ["--repeats", "0"]),
         ValueError,
         "recebi 0",
     ),
     (
         "bench.main",
         "--only desconhecida",
-        lambda: _cli(m("bench.__main__").main, ["--only", "gpu"]),
+        lambda: _cli(m("bench.__main__", package="tools").main, ["--only", "gpu"]),
         ValueError,
         "'gpu'",
     ),
     (
         "bench.search_bench.chunks_per_core",
         "escala inexistente",
-        lambda: m("bench.search_bench").chunks_per_core("xx"),
+        lambda: m("bench.search_bench", package="tools").chunks_per_core("xx"),
         ValueError,
         "'xx'",
     ),
@@ -603,6 +604,10 @@ def test_the_table_covers_every_module_of_the_issue():
         "data",
         "raytools",
         "search",
+        "grid",
+        "chunks",
+        "schedule",
+        "search_store",
         "tf/data",
         "tf/model",
         "tf/devices",

@@ -11,12 +11,9 @@ import os
 import tempfile
 import time
 
-from labutils.search import (
-    combine_chunks,
-    fit_and_score,
-    fit_chunk_and_predict,
-    most_expensive_first,
-)
+from labutils.chunks import combine_chunks, fit_chunk_and_predict
+from labutils.grid import most_expensive_first
+from labutils.search import fit_and_score
 from labutils.timing import Timer
 
 
