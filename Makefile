@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test lint browser firewall notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test test-fast lint browser firewall notebooks data data-status bench grade rehearsal clean help
 
 help:
-	@echo "make lab | make test | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
+	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
 $(STAMP): pyproject.toml
@@ -47,6 +47,11 @@ firewall:
 
 test: setup lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest --durations=20
+
+# O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados
+# slow (clusters reais, o benchmark, treinos multi-worker). Medido: veja "Desenvolvimento" no README.
+test-fast: setup lint
+	LABUTILS_SCALE=smoke $(PY) -m pytest tests -m "not slow" -q --durations=10
 
 # Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
 # (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke
