@@ -224,6 +224,7 @@ def _first_failure(ns: dict) -> tuple[str, checks.CheckFailed]:
     raise AssertionError("nenhuma verificação rápida falhou")
 
 
+@pytest.mark.slow  # a verificação da função de treino sobe 2 processos (fora do make test-fast)
 @pytest.mark.timeout(120)
 def test_the_untouched_solution_passes_every_check(capsys):
     ns = _solution()
@@ -232,6 +233,7 @@ def test_the_untouched_solution_passes_every_check(capsys):
     assert capsys.readouterr().out.count("✅") == len(FAST_CHECKS) + 1  # trainer: 2 linhas
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     ("swaps", "where", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES]
