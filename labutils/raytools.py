@@ -15,8 +15,7 @@ from typing import Any
 from labutils import system
 from labutils.config import forwarded_env, ray_address
 
-#: quanto esperar por um endereço de cluster que não responde (segundos)
-CONNECT_TIMEOUT_S = 3.0
+CONNECT_TIMEOUT_S = system.CONNECT_TIMEOUT_S  # um só prazo (labutils.system)
 
 _LOCAL_OBJECT_STORE_MB = 1024
 

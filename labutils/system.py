@@ -151,7 +151,12 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def reachable(host: str, port: int, timeout: float = 3.0) -> OSError | None:
+#: quanto esperar por um endereço que não responde antes de desistir (segundos): o nó principal
+#: para o ``join`` (:mod:`labutils.cluster`) e para o ``init_ray`` (:mod:`labutils.raytools`)
+CONNECT_TIMEOUT_S = 3.0
+
+
+def reachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> OSError | None:
     """Tenta abrir uma conexão TCP a ``host:port`` em até ``timeout`` s.
 
     Devolve ``None`` se alguém atendeu, ou o erro (para a mensagem de quem chamou).

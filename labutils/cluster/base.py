@@ -15,8 +15,7 @@ from labutils import config, system
 DEFAULT_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265
 LOCALHOST = system.LOCALHOST
-#: quanto esperar por um nó principal que não responde antes de desistir (segundos)
-CONNECT_TIMEOUT_S = 3.0
+CONNECT_TIMEOUT_S = system.CONNECT_TIMEOUT_S  # um só prazo (labutils.system)
 
 
 class ClusterError(RuntimeError):
