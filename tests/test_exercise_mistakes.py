@@ -201,6 +201,12 @@ MISTAKES = [
         "FailureConfig",
     ),
     (
+        "menos checkpoints que épocas: as curvas perderiam as primeiras",
+        [("CheckpointConfig(num_to_keep=None)", "CheckpointConfig(num_to_keep=1)")],
+        "TODO 4",
+        "num_to_keep=1",
+    ),
+    (
         "nome repetido: retomaria a execução anterior",
         [("name=f\"licao07-{time.strftime('%Y%m%d-%H%M%S')}\"", 'name="."')],
         "TODO 4",

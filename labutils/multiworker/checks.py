@@ -149,6 +149,14 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
             f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
             "failure_config=FailureConfig(max_failures=2), senão um worker que cai perde o treino."
         )
+    kept = getattr(run.checkpoint_config, "num_to_keep", None)
+    if kept is not None and kept < config["epochs"]:
+        raise CheckFailed(
+            f"CheckpointConfig(num_to_keep={kept}) com {config['epochs']} épocas: o "
+            "result.metrics_dataframe do Ray Train é montado dos checkpoints guardados, e as "
+            "curvas por época perderiam as primeiras. Guarde um por época "
+            "(CheckpointConfig(num_to_keep=None))."
+        )
     ok(
         f"TensorflowTrainer: {plan.num_workers} workers, checkpoints em {run.storage_path}, "
         f"recomeça até {failures} vez(es) se um worker cair"
