@@ -163,7 +163,7 @@ def markdown(report: dict) -> str:
         f"- **sonda de velocidade** (a rede da lição 05, treino centralizado): "
         f"{report['probe'].get('images_per_s', 0):,.0f} imagens/s",
         "- **comando**: `make rehearsal` (`python tools/rehearsal.py`); cada lição começou na "
-        "hora da coluna *início*",
+        "hora da coluna *início* (— : na hora da data acima, no mesmo ensaio, uma depois da outra)",
         f"- **meta**: o caminho principal de cada lição em até {CLASS_PERIOD_MIN:g} min",
         "",
         "| lição | início | caminho principal (min) | opcionais (min) | tudo (min) | pico de memória "
@@ -177,19 +177,26 @@ def markdown(report: dict) -> str:
         )  # fmt: skip
         slow = "; ".join(f"{c['seconds']:.0f} s `{c['first_line']}`" for c in row["slowest"])
         lines.append(
-            f"| {row['notebook']} | {row.get('date', report['date'])[11:]} | "
+            f"| {row['notebook']} | {row['date'][11:] if 'date' in row else '—'} | "
             f"{row['core_s'] / 60:.1f} | {row['optional_s'] / 60:.1f} | "
             f"{row['total_s'] / 60:.1f} | {row['peak_memory_mb']:,} | "
             f"{row['load'][0]:g} → {row['load'][1]:g} | {fits} | {slow} |"
         )
     lines += [
         "",
+        "Carga média acima do número de CPUs lógicas quer dizer máquina disputada por outro "
+        "trabalho: os tempos dessa linha são maiores que os de uma máquina quieta. "
         "Tempos de parede de cada célula, somados; o notebook roda inteiro, num kernel novo, e o "
         "caminho principal é a soma das células sem a tag `opcional`. Os dados são SINTÉTICOS: "
         "a acurácia não diz nada, mas o trabalho por época, por imagem e por configuração é o da "
         "aula. Em outra máquina, `python -m labutils.doctor` estima estes minutos pela sonda.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def rewrite_markdown(out: Path) -> None:
+    """Refaz ``ensaio.md`` a partir do ``ensaio.json`` da pasta (depois de mudar o formato)."""
+    (out / "ensaio.md").write_text(markdown(json.loads((out / "ensaio.json").read_text())))
 
 
 def main(argv: list[str] | None = None) -> int:
