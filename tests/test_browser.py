@@ -178,13 +178,17 @@ def lessons_on_disk() -> list[str]:
 
 def _write_lab_settings(settings_dir: Path) -> None:
     """Sem salvamento automático (os notebooks são versionados sem saídas), kernel padrão
-    iniciado sem perguntar, e sem notícias."""
+    iniciado sem perguntar, todas as células desenhadas (``windowingMode: none``: sem isso, o
+    JupyterLab tira da página as células fora da tela, e um notebook com saídas longas perde
+    os prompts do alto), e sem notícias."""
     docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
     docmanager.mkdir(parents=True)
     (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
     notebook = settings_dir / "@jupyterlab" / "notebook-extension"
     notebook.mkdir(parents=True)
-    (notebook / "tracker.jupyterlab-settings").write_text('{"autoStartDefaultKernel": true}')
+    (notebook / "tracker.jupyterlab-settings").write_text(
+        '{"autoStartDefaultKernel": true, "windowingMode": "none"}'
+    )
     apputils = settings_dir / "@jupyterlab" / "apputils-extension"
     apputils.mkdir(parents=True)
     (apputils / "notification.jupyterlab-settings").write_text(
