@@ -229,8 +229,8 @@ def test_auth_disabled_row_reaches_the_report(monkeypatch, capsys):
     monkeypatch.setenv("LABUTILS_SCALE", "smoke")
     monkeypatch.setattr(doctor, "tf_probe", lambda timeout: dict(GOOD_PROBE))
     monkeypatch.setattr(doctor, "check_ports", lambda: [Row(OK, "portas", "livres")])
-    assert doctor.main(["--offline"]) == 0
-    assert doctor.main(["--offline", "--strict"]) == 1
+    assert doctor.main(["--offline", "--no-times"]) == 0
+    assert doctor.main(["--offline", "--strict", "--no-times"]) == 1
     out = capsys.readouterr().out
     assert "⚠️ Ray: autenticação" in out and "DESLIGADA" in out
 
@@ -354,7 +354,7 @@ def test_a_crashing_check_becomes_a_failed_row():
 
 def test_cli_reports_and_exits_non_zero_on_a_blocker(monkeypatch, capsys):
     monkeypatch.setattr(doctor, "tf_probe", lambda timeout: {"error": "sem TensorFlow"})
-    code = doctor.main(["--offline"])
+    code = doctor.main(["--offline", "--no-times"])
     out = capsys.readouterr().out
     assert code == 1
     assert "❌ TensorFlow" in out and "sem TensorFlow" in out and "impedem as lições" in out
@@ -364,7 +364,7 @@ def test_cli_exits_zero_when_nothing_blocks(monkeypatch, capsys):
     monkeypatch.setenv("LABUTILS_SCALE", "smoke")
     monkeypatch.setattr(doctor, "tf_probe", lambda timeout: dict(GOOD_PROBE))
     monkeypatch.setattr(doctor, "check_ports", lambda: [Row(OK, "portas", "livres")])
-    assert doctor.main(["--offline"]) == 0
+    assert doctor.main(["--offline", "--no-times"]) == 0
     assert "pronto" in capsys.readouterr().out.lower()
 
 
@@ -404,3 +404,13 @@ def test_the_rehearsal_with_synthetic_data_is_not_blocked_by_missing_data(tmp_pa
     monkeypatch.setenv("LABUTILS_SYNTHETIC_DATA", "1")
     rows = check_datasets({"California Housing": False, "CIFAR-100": False})
     assert rows and not any(r.blocks for r in rows) and all("SINTÉTICOS" in r.detail for r in rows)
+
+
+def test_the_cli_prints_the_lesson_times_unless_asked_not_to(monkeypatch, capsys):
+    monkeypatch.setattr(doctor, "tf_probe", lambda timeout: dict(GOOD_PROBE))
+    monkeypatch.setattr(doctor, "check_ports", lambda: [Row(OK, "portas", "livres")])
+    monkeypatch.setattr(doctor, "check_lesson_times", lambda: [Row(WARN, "05_x.ipynb", "~40 min")])
+    assert doctor.main(["--offline"]) == 0  # os tempos informam, não bloqueiam
+    assert "05_x.ipynb" in capsys.readouterr().out
+    doctor.main(["--offline", "--no-times"])
+    assert "05_x.ipynb" not in capsys.readouterr().out
