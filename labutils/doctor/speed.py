@@ -19,8 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from labutils import config, system
+from labutils import config
 from labutils.doctor.rows import OK, WARN, Row
+from labutils.doctor.tf import json_probe
 
 REFERENCE = config.REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
 PROBE_TIMEOUT_S = 180.0
@@ -52,17 +53,13 @@ print("SPEED_JSON=" + json.dumps(out))
 
 def measure(seconds: float = 4.0, timeout: float = PROBE_TIMEOUT_S) -> dict:
     """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}`` (nunca trava)."""
-    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
-    cmd = [sys.executable, "-c", _PROBE, str(seconds)]
-    try:
-        proc = system.run(cmd, timeout=timeout, env=env, check=False)
-    except system.CommandError:
-        return {"error": f"a sonda não terminou em {timeout:g} s"}
-    for line in proc.stdout.splitlines():
-        if line.startswith("SPEED_JSON="):
-            return json.loads(line.removeprefix("SPEED_JSON="))
-    tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
-    return {"error": f"a sonda falhou (código {proc.returncode}): {tail}"}
+    return json_probe(
+        [sys.executable, "-c", _PROBE, str(seconds)],
+        marker="SPEED_JSON",
+        timeout=timeout,
+        late=f"a sonda não terminou em {timeout:g} s",
+        failed="a sonda falhou",
+    )
 
 
 def load_reference(path: Path = REFERENCE) -> dict | None:

@@ -39,22 +39,36 @@ print("DOCTOR_JSON=" + json.dumps(out))
 """
 
 
+def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed: str) -> dict:
+    """Roda uma sonda Python num subprocesso e devolve o JSON da linha ``MARKER=...``.
+
+    Nunca trava nem levanta: passou de ``timeout`` s, ``{"error": late}``; saiu sem a linha,
+    ``{"error": "<failed> (código N): <última linha do stderr>"}``."""
+    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
+    try:
+        proc = system.run(cmd, timeout=timeout, env=env, check=False)
+    except system.CommandError:
+        return {"error": late}
+    except OSError as err:
+        return {"error": f"não consegui rodar {cmd[0]}: {err}"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(f"{marker}="):
+            return json.loads(line.removeprefix(f"{marker}="))
+    tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
+    return {"error": f"{failed} (código {proc.returncode}): {tail}"}
+
+
 def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
-    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
-    try:
-        proc = system.run([python, "-c", _TF_PROBE], timeout=timeout, env=env, check=False)
-    except system.CommandError:
-        return {"error": f"o TensorFlow não carregou em {timeout:g} s"}
-    except OSError as err:
-        return {"error": f"não consegui rodar {python}: {err}"}
-    for line in proc.stdout.splitlines():
-        if line.startswith("DOCTOR_JSON="):
-            return json.loads(line.removeprefix("DOCTOR_JSON="))
-    tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
-    return {"error": f"import tensorflow falhou (código {proc.returncode}): {tail}"}
+    return json_probe(
+        [python, "-c", _TF_PROBE],
+        marker="DOCTOR_JSON",
+        timeout=timeout,
+        late=f"o TensorFlow não carregou em {timeout:g} s",
+        failed="import tensorflow falhou",
+    )
 
 
 def _gpu_on_machine() -> bool:
