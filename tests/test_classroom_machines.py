@@ -33,6 +33,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from labutils import config
@@ -224,6 +225,53 @@ DRIVER = textwrap.dedent(
 )
 
 
+CABLE_DRIVER = textwrap.dedent(
+    """
+    import json, os, sys, time, ray
+
+    ray.init(log_to_driver=False)  # RAY_ADDRESS: o endereço do nó principal
+    marcas = sys.argv[1]  # o disco é um só para todas as "máquinas": só a rede é separada
+
+    @ray.remote(num_cpus=1, max_retries=3)
+    def passo(i):
+        ip = ray.util.get_node_ip_address()
+        open(os.path.join(marcas, f"{i}_{ip}_{os.getpid()}"), "w").close()
+        time.sleep(6)
+        return i, ip
+
+    inicio = time.monotonic()
+    saida = ray.get([passo.remote(i) for i in range(4)], timeout=240)
+    print(json.dumps({"saida": saida, "segundos": time.monotonic() - inicio}))
+    ray.shutdown()
+    """
+)
+
+#: o limite da volta das tarefas depois do cabo puxado: ~20 s de keepalive
+#: (:data:`labutils.cluster.classroom.CLASSROOM_SYSTEM_CONFIG`) mais as tarefas refeitas; com os
+#: padrões do Ray, ~430 s
+CABLE_RECOVERY_LIMIT_S = 90
+
+
+HEAD_GONE_DRIVER = textwrap.dedent(
+    """
+    import ray, time
+
+    ray.init(log_to_driver=False)
+
+    @ray.remote(num_cpus=0)
+    def longa():
+        time.sleep(600)
+
+    print("CONECTADO", flush=True)
+    ray.get(longa.remote())
+    """
+)
+
+#: o limite para um driver conectado desistir quando o nó principal some: os 20 s de
+#: ``gcs_rpc_server_reconnect_timeout_s`` da sala e a saída do processo; com o padrão do Ray, ~61 s
+HEAD_GONE_LIMIT_S = 40
+
+
 CONNECT = "import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)"
 
 
@@ -289,4 +337,61 @@ def test_the_classroom_on_separate_machines(classroom):
     result = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
     assert result["ips"] == sorted([head.ip, student.ip]), f"as tarefas rodaram em {result['ips']}"
     assert result["remoto"] == pytest.approx(result["local"], abs=1e-9), "MSE diferente no cluster"
+
+    # o cabo do aluno puxado no meio das tarefas: elas voltam a rodar no nó principal, sem perda
+    marks = head.home / "marcas"
+    marks.mkdir()
+    driver = subprocess.Popen(
+        ["ip", "netns", "exec", head.ns, sys.executable, "-c", CABLE_DRIVER, str(marks)],
+        env=head.env(RAY_ADDRESS=address),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(student.ip in p.name for p in marks.iterdir()):
+            assert driver.poll() is None and time.monotonic() < deadline, "nada rodou no aluno"
+            time.sleep(0.2)
+        _ip("-n", student.ns, "link", "set", f"{TAG}v1", "down")
+        pulled = time.monotonic()
+        out, _ = driver.communicate(timeout=CABLE_RECOVERY_LIMIT_S + 60)
+        timings["volta depois do cabo"] = time.monotonic() - pulled
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 0, out[-3000:]
+    done = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])["saida"]
+    assert sorted(i for i, _ in done) == [0, 1, 2, 3], done
+    assert {ip for _, ip in done} == {head.ip}, f"um resultado veio do nó sem rede: {done}"
+    assert timings["volta depois do cabo"] < CABLE_RECOVERY_LIMIT_S, timings
+
+    # o nó principal some com um driver conectado: o driver sai em segundos, não fica pendurado
+    driver = subprocess.Popen(
+        ["ip", "netns", "exec", head.ns, sys.executable, "-c", HEAD_GONE_DRIVER],
+        env=head.env(RAY_ADDRESS=address),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        seen = ""  # as linhas de log do ray.init vêm antes
+        while "CONECTADO" not in seen:
+            line = driver.stdout.readline()
+            assert line, f"o driver não conectou:\n{seen[-2000:]}"
+            seen += line
+        time.sleep(2.0)
+        gcs = [p for p in map(psutil.Process, head.pids()) if p.name() == "gcs_server"]
+        assert gcs, "não achei o gcs_server do nó principal"
+        gcs[0].kill()
+        gone = time.monotonic()
+        out, _ = driver.communicate(timeout=HEAD_GONE_LIMIT_S + 60)
+        timings["driver sai sem o nó principal"] = time.monotonic() - gone
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode != 0, out[-3000:]
+    assert timings["driver sai sem o nó principal"] < HEAD_GONE_LIMIT_S, (timings, out[-2000:])
     print("tempos (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))

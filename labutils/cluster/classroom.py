@@ -9,6 +9,7 @@ o comando e não o invólucro.
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass
 
@@ -82,6 +83,23 @@ CLASSROOM_PORTS = (
 )
 
 
+#: Quanto tempo a sala espera por uma máquina que sumiu da rede (cabo puxado, Wi-Fi caído). Com
+#: os padrões do Ray, quem espera a resposta de uma tarefa naquela máquina só desiste quando o
+#: *keepalive* do gRPC vence: 300 s até o primeiro ping e mais 120 s sem resposta (medido aqui:
+#: as tarefas voltaram a rodar ~430 s depois do cabo). Estes valores encurtam essa espera para
+#: ~20 s. Do mesmo jeito, quando o nó principal some, cada driver e nó tenta reconectar por
+#: ``gcs_rpc_server_reconnect_timeout_s`` (60 s no Ray) antes de desistir; aqui, 20 s. O nó
+#: principal recebe os valores em ``--system-config`` e os repassa a cada nó e driver que entra
+#: no cluster. O preço: uma rede que some por mais de ~20 s derruba as tarefas em andamento
+#: naquela máquina (o Ray as roda de novo em outra, com ``max_retries``), e um nó principal
+#: fora do ar por mais de 20 s encerra os nós e drivers da sala.
+CLASSROOM_SYSTEM_CONFIG = {
+    "grpc_client_keepalive_time_ms": 10_000,
+    "grpc_client_keepalive_timeout_ms": 10_000,
+    "gcs_rpc_server_reconnect_timeout_s": 20,
+}
+
+
 def port_flags(*, head: bool) -> list[str]:
     """As opções do ``ray start`` que fixam cada porta de :data:`CLASSROOM_PORTS`."""
     flags = []
@@ -117,7 +135,8 @@ def head_command(
 ) -> list[str]:
     """Monta o comando ``ray start --head ...`` (sem executá-lo).
 
-    ``classroom_ports``: fixa as portas de :data:`CLASSROOM_PORTS` (o nó principal da sala); o
+    ``classroom_ports``: fixa as portas de :data:`CLASSROOM_PORTS` e passa
+    :data:`CLASSROOM_SYSTEM_CONFIG` (o nó principal da sala); o
     :class:`~labutils.cluster.LocalCluster`, com vários nós numa máquina, passa as suas em
     ``extra`` e desliga isto."""
     check_port(port, "o nó principal (--port)")
@@ -128,7 +147,9 @@ def head_command(
     ):
         raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
-    cmd += port_flags(head=True) if classroom_ports else []
+    if classroom_ports:
+        cmd += port_flags(head=True)
+        cmd.append(f"--system-config={json.dumps(CLASSROOM_SYSTEM_CONFIG, separators=(',', ':'))}")
     if node_ip_address:
         cmd.append(f"--node-ip-address={node_ip_address}")
     if num_cpus is not None:
