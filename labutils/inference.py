@@ -157,9 +157,15 @@ def batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
 def configure_threads(threads: int) -> int:
     """Limita o TF deste processo a ``threads`` threads (0 = padrão) e devolve o número em vigor.
 
-    Só vale antes da 1ª operação do TF; depois, nada muda e o número devolvido diz a verdade."""
+    Só vale antes da 1ª operação do TF; depois, nada muda e o número devolvido diz a verdade.
+
+    Desliga também o TF32 (numa GPU Ampere ou mais nova, as multiplicações de matrizes em
+    float32 passam a usar mantissa de 10 bits): com ele ligado, a confiança calculada numa GPU
+    difere da calculada na CPU em ~1e-3, acima do que :func:`check_same_labels` aceita. Sem GPU,
+    não muda nada."""
     import tensorflow as tf
 
+    tf.config.experimental.enable_tensor_float_32_execution(False)
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
@@ -234,6 +240,21 @@ def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
 
     total = float(ray.cluster_resources().get("CPU", 0.0))
     return max(0.05, min(1.0, round((total - reserve) / actors, 2)))
+
+
+def gpus_per_actor(actors: int) -> float:
+    """GPU (fração) que cada um de ``actors`` atores pede ao Ray: 0 sem GPU neste processo.
+
+    Com GPU, a linha de base (o modelo neste kernel) roda nela; os atores pedem ``num_gpus``
+    para rodar nela também, e a comparação é da mesma coisa (sem ``num_gpus``, o Ray esconde as
+    GPUs dos atores e eles rodariam na CPU)."""
+    import ray
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        return 0.0
+    gpus = float(ray.cluster_resources().get("GPU", 0.0))
+    return round(min(1.0, gpus / max(1, actors)), 4) if gpus else 0.0
 
 
 def check_same_labels(reference: Preds, got: Preds, what: str) -> None:

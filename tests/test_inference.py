@@ -146,3 +146,21 @@ def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
 # de que dão os mesmos rótulos que um processo só são a própria lição 06, que o nbval executa na
 # escala smoke (cada degrau passa por ``check_same_labels``, provado vermelho acima). Repeti-los
 # aqui custava ~50 s de CI (quatro processos com TensorFlow) sem verificar nada novo.
+
+
+def test_actors_ask_for_the_gpu_only_when_the_baseline_runs_on_one(monkeypatch):
+    """Com GPU neste processo, os atores pedem ``num_gpus`` (a mesma GPU da linha de base);
+    sem GPU, 0 (falsos aqui: a máquina do CI não tem GPU)."""
+    import ray
+    import tensorflow as tf
+
+    from labutils import inference
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0, "GPU": 1.0})
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    assert inference.gpus_per_actor(2) == 0.0
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: ["GPU:0"])
+    assert inference.gpus_per_actor(2) == 0.5
+    assert inference.gpus_per_actor(1) == 1.0
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})  # a GPU só no driver
+    assert inference.gpus_per_actor(2) == 0.0
