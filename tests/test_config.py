@@ -9,7 +9,7 @@ def test_default_scale_is_full(monkeypatch):
     assert current_scale() == "full"
     full = sizes()
     assert full.grid == ((100, 10), (200, 15), (300, 20), (400, 25), (500, 30))
-    assert full.epochs == 20 and full.batch_per_replica == 64
+    assert full.epochs == 10 and full.batch_per_replica == 64
     assert full.housing_examples is None and full.cifar_train_examples is None
 
 

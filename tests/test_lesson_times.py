@@ -67,3 +67,20 @@ def test_the_real_probe_measures_this_machine():
     probe = speed.measure(seconds=1.0)
     assert probe.get("images_per_s", 0) > 0, probe
     assert probe["device"] == "nenhuma" or probe["device"].startswith("/physical_device:GPU")
+
+
+def test_each_lesson_header_cites_the_rehearsal_table():
+    """O cabeçalho de cada lição cita o ensaio (uma fonte: ``docs/ensaio/ensaio.json``)."""
+    import json
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[1]
+    table = json.loads((root / "docs" / "ensaio" / "ensaio.json").read_text(encoding="utf-8"))
+    for lesson in table["lessons"]:
+        path = root / "notebooks" / lesson["notebook"]
+        header = " ".join(nbformat.read(path, as_version=4).cells[0].source.split())
+        assert "docs/ensaio/ensaio.md" in header, f"{path.name} não cita o ensaio"
+        minutes = f"{lesson['core_s'] / 60:.1f}".replace(".", ",")
+        assert f"levou {minutes} min" in header, f"{path.name}: o ensaio diz {minutes} min"
