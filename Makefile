@@ -28,6 +28,7 @@ lab: setup
 
 lint: setup
 	$(VENV)/bin/ruff check labutils tests notebooks tools
+	$(VENV)/bin/ruff format --check labutils tests notebooks tools
 
 # Os testes de navegador (tests/test_browser.py) usam o Chromium do Debian, nunca um baixado
 # (a fonte de emoji é só para as capturas de tela mostrarem ✅/❌).

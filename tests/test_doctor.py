@@ -158,7 +158,8 @@ def test_ray_without_dashboard_dependencies_blocks(monkeypatch):
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.delitem(sys.modules, "aiohttp_cors", raising=False)  # já importado conta como presente
+    # já importado conta como presente
+    monkeypatch.delitem(sys.modules, "aiohttp_cors", raising=False)
     monkeypatch.setattr(
         importlib.util,
         "find_spec",

@@ -19,4 +19,3 @@ def test_timer_measures_wall_time():
 def test_timer_before_start_is_an_error():
     with pytest.raises(RuntimeError, match="ainda não foi iniciado"):
         _ = Timer().seconds
-
