@@ -276,6 +276,6 @@ def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1
     """Maior speedup possível sobre a linha de base: núcleos ocupáveis / núcleos da linha de base.
 
     Conta processos × threads sobre os núcleos desta máquina (não é o limite de uma fila de
-    tarefas de tempos diferentes: esse é :func:`labutils.schedule.speedup_bound`)."""
+    tarefas de tempos diferentes: esse é :func:`labutils.search.speedup_bound`)."""
     cores = len(os.sched_getaffinity(0))
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

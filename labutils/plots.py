@@ -29,7 +29,7 @@ def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tupl
 
 def config_labels(grid: Iterable[Sequence[int]]) -> list[str]:
     """Rótulos ``"(n_estimators, max_depth)"`` para o eixo das configurações."""
-    from labutils.grid import validate_grid
+    from labutils.search import validate_grid
 
     return [f"({n}, {d})" for n, d in validate_grid(grid)]
 
@@ -157,7 +157,7 @@ def plot_timeline(
     ``measured``: ``(pid, início, fim)`` de cada tarefa, em segundos desde o envio (os tempos que a
     própria tarefa anotou); ``labels``: o rótulo de cada tarefa (tarefas com o mesmo rótulo têm a
     mesma cor). ``simulated`` (opcional): ``(núcleo, início, fim)`` de cada tarefa, como
-    :func:`labutils.schedule.list_schedule` devolve; aparece num segundo painel, ao lado.
+    :func:`labutils.search.list_schedule` devolve; aparece num segundo painel, ao lado.
     """
     import matplotlib.pyplot as plt
 

@@ -1,44 +1,115 @@
-"""Busca de hiperparâmetros da lição 02: o treino de uma configuração e a divisão dos dados.
+"""Lição 02: a busca de hiperparâmetros da Random Forest, do começo ao fim, em Python puro.
 
-As funções daqui são Python puro (sem Ray): o notebook as embrulha em ``@ray.remote`` para
-mostrar o conceito. Assim elas podem ser testadas sem cluster e reaproveitadas na lição 04.
+As funções daqui não usam Ray (a não ser :func:`gather_with_progress`, que espera referências
+Ray): o notebook as embrulha em ``@ray.remote`` para mostrar o conceito. Assim elas podem ser
+testadas sem cluster e reaproveitadas nas lições 03 e 04 e no ``make bench``.
 
-- :func:`split_train_validation_test`: treino / validação / teste, a mesma divisão nas lições 02 e
-  03 (escolhe-se na validação; o teste é usado uma vez, no fim);
-- :func:`fit_and_score`: treina uma Random Forest e devolve ``(n, profundidade, mse, segundos)``;
-
-A grade, a fila de tarefas, a floresta em blocos e os resultados gravados linha a linha moram
-nos seus módulos (:mod:`labutils.grid`, :mod:`labutils.schedule`, :mod:`labutils.chunks`,
-:mod:`labutils.search_store`); as lições importam cada nome de onde ele é definido.
+- **a grade** ``[(n_estimators, max_depth), ...]``: :func:`validate_grid` a recusa antes de
+  qualquer tarefa começar; :func:`estimated_cost` e :func:`most_expensive_first` a ordenam;
+- **os dados**: :func:`split_train_validation_test` (escolhe-se na validação; o teste é usado uma
+  vez, no fim); :func:`transfer_sizes` (o experimento "dados uma vez só");
+- **o treino** de uma configuração: :func:`fit_and_score`;
+- **a fila de tarefas**: :func:`speedup_bound` (o maior speedup que o hardware permite),
+  :func:`list_schedule_makespan` e :func:`list_schedule` (a fila do Ray simulada numa ordem);
+- **a floresta em blocos de árvores** (seção 9): :func:`plan_chunks`, :func:`fit_forest_chunk`,
+  :func:`merge_forests`, :func:`fit_chunk_and_predict`, :func:`combine_chunks`;
+- **resultados que não se perdem**: CSV com uma linha por configuração gravada assim que ela
+  termina (:func:`gather_with_progress`, :func:`save_results`) e a retomada
+  (:func:`resumable_search`).
 """
 
 from __future__ import annotations
 
+import copy
+import csv
+import heapq
+import io
+import math
+import os
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
-from labutils.config import pick
+import numpy as np
+
+from labutils.config import pick, results_dir
+
+#: a semente de toda floresta das lições 02 e 03 (e da divisão dos dados)
+RANDOM_STATE = 42
 
 
-@dataclass(frozen=True)
-class TransferSizes:
-    """Tamanhos do experimento "dados uma vez só" (só a lição 02 usa)."""
-
-    #: quantas cópias empilhadas de X_train formam o bloco de dados enviado às tarefas
-    repeat: int
-    #: quantas tarefas leem esse bloco em cada variante
-    tasks: int
+# ---------------------------------------------------------------- a grade
 
 
-def transfer_sizes(scale: str | None = None) -> TransferSizes:
-    """~20 MB de dados e 16 tarefas na escala ``full``; bem menos na ``smoke``."""
-    return TransferSizes(
-        repeat=pick(full=20, smoke=10, scale=scale), tasks=pick(full=16, smoke=6, scale=scale)
-    )
+def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
+    """Confere a grade ``[(n_estimators, max_depth), ...]`` e a devolve como lista de tuplas.
+
+    Levanta ``ValueError`` com mensagem em português se a grade está vazia, se um item não é um
+    par, se um valor não é inteiro ou não é positivo. Chame antes de enviar qualquer tarefa.
+    """
+    if grid is None or isinstance(grid, str | bytes):
+        raise ValueError(
+            f"A grade de hiperparâmetros deve ser uma lista de pares (n_estimators, max_depth), "
+            f"recebi {grid!r}."
+        )
+    items = list(grid)
+    if not items:
+        raise ValueError(
+            "A grade de hiperparâmetros está vazia: informe ao menos um par "
+            "(n_estimators, max_depth), por exemplo [(100, 10)]."
+        )
+    checked: list[tuple[int, int]] = []
+    for pos, item in enumerate(items):
+        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:
+            raise ValueError(
+                f"Item {pos} da grade ({item!r}) não é um par (n_estimators, max_depth): "
+                "use tuplas de dois inteiros, como (100, 10)."
+            )
+        pair = []
+        for name, value in zip(("n_estimators", "max_depth"), item, strict=True):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ValueError(
+                    f"Item {pos} da grade {tuple(item)!r}: {name} deve ser um número inteiro, "
+                    f"recebi {value!r} ({type(value).__name__})."
+                )
+            if value <= 0:
+                raise ValueError(
+                    f"Item {pos} da grade {tuple(item)!r}: {name} deve ser positivo (≥ 1), "
+                    f"recebi {value}."
+                )
+            pair.append(int(value))
+        checked.append((pair[0], pair[1]))
+    return checked
 
 
-# ---------------------------------------------------------------- dados
+def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = None) -> float:
+    """Custo relativo (sem unidade) de treinar uma floresta: árvores × níveis úteis.
+
+    Cada nível de uma árvore percorre as amostras uma vez; depois de ~log2(amostras) níveis as
+    folhas ficam puras e os níveis seguintes quase não custam. É só uma estimativa para ordenar.
+    """
+    ((n_estimators, max_depth),) = validate_grid([(n_estimators, max_depth)])
+    levels = float(max_depth)
+    if n_samples is not None and n_samples > 1:
+        levels = min(levels, math.log2(n_samples))
+    return n_estimators * levels
+
+
+def most_expensive_first(
+    grid: Iterable[Any], n_samples: int | None = None
+) -> list[tuple[int, int]]:
+    """A grade ordenada das configurações mais caras para as mais baratas (:func:`estimated_cost`).
+
+    Enviar as tarefas longas primeiro evita que a mais longa comece por último, com os outros
+    núcleos já parados (a regra LPT, *longest processing time first*).
+    """
+    checked = validate_grid(grid)
+    return sorted(checked, key=lambda nd: estimated_cost(*nd, n_samples), reverse=True)
+
+
+# ---------------------------------------------------------------- os dados
 
 
 class Split(NamedTuple):
@@ -58,7 +129,12 @@ class Split(NamedTuple):
 
 
 def split_train_validation_test(
-    X: Any, y: Any, *, test_size: float = 0.2, validation_size: float = 0.2, random_state: int = 42
+    X: Any,
+    y: Any,
+    *,
+    test_size: float = 0.2,
+    validation_size: float = 0.2,
+    random_state: int = RANDOM_STATE,
 ) -> Split:
     """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação.
 
@@ -80,7 +156,24 @@ def split_train_validation_test(
     return Split(X_train, y_train, X_val, y_val, X_test, y_test)
 
 
-# ---------------------------------------------------------------- treino
+@dataclass(frozen=True)
+class TransferSizes:
+    """Tamanhos do experimento "dados uma vez só" (só a lição 02 usa)."""
+
+    #: quantas cópias empilhadas de X_train formam o bloco de dados enviado às tarefas
+    repeat: int
+    #: quantas tarefas leem esse bloco em cada variante
+    tasks: int
+
+
+def transfer_sizes(scale: str | None = None) -> TransferSizes:
+    """~20 MB de dados e 16 tarefas na escala ``full``; bem menos na ``smoke``."""
+    return TransferSizes(
+        repeat=pick(full=20, smoke=10, scale=scale), tasks=pick(full=16, smoke=6, scale=scale)
+    )
+
+
+# ---------------------------------------------------------------- o treino
 
 
 def fit_and_score(
@@ -90,7 +183,7 @@ def fit_and_score(
     y_train: Any,
     X_test: Any,
     y_test: Any,
-    random_state: int = 42,
+    random_state: int = RANDOM_STATE,
     *,
     n_jobs: int | None = None,
 ) -> tuple[int, int, float, float]:
@@ -111,3 +204,413 @@ def fit_and_score(
     model.fit(X_train, y_train)
     mse = float(mean_squared_error(y_test, model.predict(X_test)))
     return (n_estimators, max_depth, mse, time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------- a fila de tarefas
+
+
+def _check_tasks(task_seconds: Iterable[float], cores: float) -> np.ndarray:
+    times = np.asarray(list(task_seconds), dtype=float)
+    if times.size == 0:
+        raise ValueError("É preciso ao menos um tempo de tarefa para calcular o limite.")
+    if np.any(times < 0) or not np.all(np.isfinite(times)):
+        raise ValueError(f"Os tempos das tarefas devem ser finitos e ≥ 0, recebi {times.tolist()}.")
+    if cores <= 0:
+        raise ValueError(f"O número de núcleos deve ser positivo, recebi {cores!r}.")
+    return times
+
+
+def makespan_lower_bound(task_seconds: Iterable[float], cores: float) -> float:
+    """O menor tempo total possível: ``max(tarefa mais longa, trabalho total / núcleos)``."""
+    times = _check_tasks(task_seconds, cores)
+    return float(max(times.max(), times.sum() / cores))
+
+
+def speedup_bound(task_seconds: Iterable[float], cores: float) -> float:
+    """O maior speedup possível sobre a execução em série, com ``cores`` núcleos.
+
+    Nenhuma ordem de execução termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``;
+    logo o speedup nunca passa de ``trabalho / max(mais longa, trabalho / núcleos)``.
+    """
+    times = _check_tasks(task_seconds, cores)
+    total = float(times.sum())
+    if total == 0:
+        return 1.0
+    return total / makespan_lower_bound(times, cores)
+
+
+def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
+    """Tempo total se as tarefas forem entregues NESTA ORDEM ao primeiro núcleo livre.
+
+    É o que o Ray faz com tarefas independentes de 1 CPU cada: simula a fila sem custo extra.
+    """
+    times = _check_tasks(task_seconds, cores)
+    free_at = [0.0] * max(1, int(cores))
+    for t in times:
+        start = heapq.heappop(free_at)
+        heapq.heappush(free_at, start + float(t))
+    return max(free_at)
+
+
+def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, float, float]]:
+    """A fila de :func:`list_schedule_makespan`, tarefa a tarefa: ``(núcleo, início, fim)`` de cada
+    tarefa, na ordem dada. Cada tarefa vai para o núcleo que fica livre primeiro (no empate, o de
+    menor número)."""
+    times = _check_tasks(task_seconds, cores)
+    free_at = [(0.0, core) for core in range(max(1, int(cores)))]
+    out = []
+    for t in times:
+        start, core = heapq.heappop(free_at)
+        out.append((core, start, start + float(t)))
+        heapq.heappush(free_at, (start + float(t), core))
+    return out
+
+
+# ---------------------------------------------------------------- a floresta em blocos de árvores
+
+
+#: maior semente que o scikit-learn sorteia para cada árvore (``sklearn.ensemble._forest.MAX_INT``)
+MAX_INT = np.iinfo(np.int32).max
+
+
+class Chunk(NamedTuple):
+    """Um bloco de árvores: as árvores ``first_tree .. first_tree + n_trees - 1`` de uma floresta."""
+
+    n_estimators: int
+    max_depth: int
+    first_tree: int
+    n_trees: int
+
+
+class ChunkResult(NamedTuple):
+    """O que uma tarefa de bloco devolve: soma das previsões das suas árvores e o tempo gasto."""
+
+    n_estimators: int
+    max_depth: int
+    first_tree: int
+    n_trees: int
+    prediction_sum: np.ndarray
+    seconds: float
+
+
+def split_trees(n_estimators: int, n_chunks: int) -> list[tuple[int, int]]:
+    """Divide ``n_estimators`` árvores em até ``n_chunks`` blocos ``(primeira, quantidade)``."""
+    if n_estimators <= 0 or n_chunks <= 0:
+        raise ValueError(
+            f"n_estimators e n_chunks devem ser positivos, recebi {n_estimators} e {n_chunks}."
+        )
+    n_chunks = min(n_chunks, n_estimators)
+    base, extra = divmod(n_estimators, n_chunks)
+    out, first = [], 0
+    for i in range(n_chunks):
+        size = base + (1 if i < extra else 0)
+        out.append((first, size))
+        first += size
+    return out
+
+
+def plan_chunks(
+    grid: Iterable[Any],
+    cores: int,
+    chunks_per_core: int = 4,
+    n_samples: int | None = None,
+    *,
+    tolerance: float = 0.01,
+) -> list[Chunk]:
+    """Blocos de custo parecido para toda a grade, os mais caros primeiro.
+
+    Com ``k`` blocos por núcleo, o custo-alvo de um bloco é ``custo total / (núcleos × k)``, e cada
+    configuração vira tantos blocos quantos couberem no seu custo (ao menos um). Blocos iguais
+    ainda podem deixar um núcleo parado no fim da fila, à espera do último bloco do outro; por
+    isso simulamos a fila com os custos estimados (:func:`list_schedule_makespan`) e, a partir
+    de ``k = chunks_per_core``, usamos o primeiro ``k`` (até ``8 × chunks_per_core``) em que o
+    núcleo mais carregado fica a menos de ``tolerance`` do ideal ``custo total / núcleos``; se
+    nenhum chegar lá, o mais equilibrado deles.
+    """
+    checked = most_expensive_first(grid, n_samples)
+    if cores <= 0 or chunks_per_core <= 0:
+        raise ValueError(
+            f"cores e chunks_per_core devem ser positivos, recebi {cores} e {chunks_per_core}."
+        )
+    config_costs = [estimated_cost(n, d, n_samples) for n, d in checked]
+    best: tuple[float, list[Chunk]] | None = None
+    for per_core in range(chunks_per_core, 8 * chunks_per_core + 1):
+        chunks = _chunks_at(checked, config_costs, cores * per_core, n_samples)
+        costs = [estimated_cost(c.n_trees, c.max_depth, n_samples) for c in chunks]
+        makespan = list_schedule_makespan(costs, cores)
+        if best is None or makespan < best[0]:
+            best = (makespan, chunks)
+        if makespan <= (1 + tolerance) * sum(costs) / cores:
+            break
+    return best[1]
+
+
+def _chunks_at(
+    checked: list[tuple[int, int]], costs: list[float], n_chunks: int, n_samples: int | None
+) -> list[Chunk]:
+    """Cerca de ``n_chunks`` blocos de custo parecido (``costs``: o de cada configuração de
+    ``checked``), do mais caro para o mais barato."""
+    target = sum(costs) / n_chunks
+    chunks = [
+        Chunk(n, d, first, size)
+        for (n, d), cost in zip(checked, costs, strict=True)
+        for first, size in split_trees(n, max(1, round(cost / target)))
+    ]
+    return sorted(
+        chunks, key=lambda c: estimated_cost(c.n_trees, c.max_depth, n_samples), reverse=True
+    )
+
+
+def fit_forest_chunk(
+    n_trees: int,
+    max_depth: int,
+    X_train: Any,
+    y_train: Any,
+    *,
+    first_tree: int = 0,
+    random_state: int = RANDOM_STATE,
+) -> Any:
+    """Treina as árvores ``first_tree ..`` da floresta ``RandomForestRegressor(random_state=...)``.
+
+    O scikit-learn sorteia uma semente por árvore, em sequência, de ``RandomState(random_state)``.
+    Pulando as ``first_tree`` primeiras sementes (o mesmo truque do ``warm_start``), o bloco
+    recebe exatamente as árvores que a floresta inteira teria nessas posições.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+
+    if first_tree < 0:
+        raise ValueError(f"first_tree deve ser ≥ 0, recebi {first_tree}.")
+    rng = np.random.RandomState(random_state)
+    rng.randint(MAX_INT, size=first_tree)  # sementes das árvores anteriores a este bloco
+    model = RandomForestRegressor(n_estimators=n_trees, max_depth=max_depth, random_state=rng)
+    model.fit(X_train, y_train)
+    model.random_state = random_state  # o modelo mostra a semente da floresta, não o gerador
+    return model
+
+
+def merge_forests(forests: Sequence[Any]) -> Any:
+    """Junta florestas treinadas nos mesmos dados numa só (as árvores, na ordem dada)."""
+    if not forests:
+        raise ValueError("Nenhuma floresta para juntar.")
+    first = forests[0]
+    for other in forests[1:]:
+        if other.n_features_in_ != first.n_features_in_ or other.max_depth != first.max_depth:
+            raise ValueError(
+                "Só dá para juntar florestas com o mesmo número de variáveis e a mesma max_depth."
+            )
+    merged = copy.copy(first)
+    merged.estimators_ = [tree for forest in forests for tree in forest.estimators_]
+    merged.n_estimators = len(merged.estimators_)
+    return merged
+
+
+def fit_chunk_and_predict(
+    chunk: Chunk, X_train: Any, y_train: Any, X_test: Any, random_state: int = RANDOM_STATE
+) -> ChunkResult:
+    """Treina um bloco e devolve a SOMA das previsões das suas árvores em ``X_test``.
+
+    Devolver previsões (não as árvores) mantém a tarefa leve: uma floresta profunda ocupa
+    centenas de MB, as previsões só ``len(X_test)`` números.
+    """
+    start = time.perf_counter()
+    model = fit_forest_chunk(
+        chunk.n_trees,
+        chunk.max_depth,
+        X_train,
+        y_train,
+        first_tree=chunk.first_tree,
+        random_state=random_state,
+    )
+    pred_sum = model.predict(X_test) * chunk.n_trees
+    return ChunkResult(*chunk, pred_sum, time.perf_counter() - start)
+
+
+def combine_chunks(
+    parts: Iterable[ChunkResult], y_test: Any
+) -> list[tuple[int, int, float, float]]:
+    """Junta os blocos de cada configuração: ``(n_estimators, max_depth, mse, segundos somados)``.
+
+    A previsão da floresta é a média das árvores: soma dos blocos / ``n_estimators``.
+    Levanta ``ValueError`` se faltar ou sobrar árvore em alguma configuração.
+    """
+    y_test = np.asarray(y_test, dtype=float)
+    groups: dict[tuple[int, int], list[ChunkResult]] = {}
+    for part in parts:
+        groups.setdefault((part.n_estimators, part.max_depth), []).append(part)
+    out = []
+    for (n, d), chunk_parts in groups.items():
+        trees = sorted((p.first_tree, p.n_trees) for p in chunk_parts)
+        expected = 0
+        for first, size in trees:
+            if first != expected:
+                raise ValueError(f"Configuração {(n, d)}: blocos de árvores incompletos {trees}.")
+            expected += size
+        if expected != n:
+            raise ValueError(f"Configuração {(n, d)}: blocos somam {expected} árvores, não {n}.")
+        prediction = sum(p.prediction_sum for p in chunk_parts) / n
+        mse = float(np.mean((y_test - prediction) ** 2))
+        out.append((n, d, mse, float(sum(p.seconds for p in chunk_parts))))
+    return out
+
+
+# ---------------------------------------------------------------- resultados gravados linha a linha
+
+
+#: colunas dos resultados de uma busca (uma linha por configuração)
+RESULT_COLUMNS = ("n_estimators", "max_depth", "mse", "segundos")
+
+
+def results_path(name: str) -> Path:
+    """Caminho do CSV ``<pasta de resultados>/<name>.csv``."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(
+            "O nome do resultado deve ser um nome de arquivo simples (ex.: '02_busca'), "
+            f"recebi {name!r}."
+        )
+    return results_dir() / f"{name}.csv"
+
+
+def _csv_line(row: Sequence[Any]) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(row)
+    return buf.getvalue().encode("utf-8")
+
+
+def save_results(
+    results: Iterable[Sequence[Any]], name: str, columns: Sequence[str] = RESULT_COLUMNS
+) -> Path:
+    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho.
+
+    A escrita é atômica: o arquivo é montado ao lado e trocado de uma vez (``os.replace``), então
+    quem lê nunca vê um CSV pela metade.
+    """
+    path = results_path(name)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(_csv_line(columns) + b"".join(_csv_line(r) for r in results))
+    os.replace(tmp, path)
+    return path
+
+
+def start_csv(path: Path | str, columns: Sequence[str] = RESULT_COLUMNS) -> Path:
+    """Cria (ou recria) o CSV só com o cabeçalho, de forma atômica."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(_csv_line(columns))
+    os.replace(tmp, path)
+    return path
+
+
+def append_row(path: Path | str, row: Sequence[Any]) -> None:
+    """Acrescenta UMA linha ao CSV numa única escrita ``O_APPEND`` e força a gravação em disco.
+
+    Se o processo morrer, o arquivo termina numa linha inteira (ou, no pior caso, numa linha
+    cortada sem ``\\n``, que :func:`read_results` descarta): nada do que já estava lá se perde.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, _csv_line(row))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_results(path: Path | str) -> list[tuple[int, int, float, float]]:
+    """Lê um CSV de resultados: ``[(n_estimators, max_depth, mse, segundos), ...]``.
+
+    Uma última linha sem ``\\n`` (o processo morreu no meio da escrita) é ignorada. Arquivo
+    ausente = nenhum resultado.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")[1:]  # sem o cabeçalho
+    lines = lines[:-1]  # o que vem depois do último \n: vazio, ou uma linha cortada
+    rows = []
+    for fields in csv.reader(lines):
+        if len(fields) != len(RESULT_COLUMNS):
+            continue
+        n, d, mse, sec = fields
+        rows.append((int(n), int(d), float(mse), float(sec)))
+    return rows
+
+
+def gather_with_progress(
+    refs: Sequence[Any],
+    *,
+    desc: str = "tarefas",
+    csv_path: Path | str | None = None,
+    columns: Sequence[str] = RESULT_COLUMNS,
+    timeout_s: float | None = None,
+    append: bool = False,
+) -> list[Any]:
+    """Espera as tarefas com ``ray.wait`` e uma barra ``tqdm``; devolve na ordem de envio.
+
+    Com ``csv_path``, cada resultado é acrescentado ao CSV assim que chega, numa escrita atômica
+    (:func:`append_row`): se a busca cair no meio, o que já terminou está salvo. O arquivo é
+    recriado no início, a menos que ``append=True`` (retomada, :func:`resumable_search`). Com
+    ``timeout_s``, levanta ``TimeoutError`` se nenhuma tarefa terminar nesse intervalo (em vez de
+    esperar para sempre).
+    """
+    import ray
+    from tqdm import tqdm
+
+    refs = list(refs)
+    position = {ref: i for i, ref in enumerate(refs)}
+    results: list[Any] = [None] * len(refs)
+    pending = list(refs)
+    if csv_path is not None and (
+        not append or not Path(csv_path).exists() or Path(csv_path).stat().st_size == 0
+    ):
+        start_csv(csv_path, columns)
+    with tqdm(total=len(refs), desc=desc, unit="tarefa") as bar:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=timeout_s)
+            if not done:
+                raise TimeoutError(
+                    f"Nenhuma tarefa terminou em {timeout_s} s ({len(pending)} pendentes). "
+                    "Confira se o cluster tem CPUs livres (ray.cluster_resources()); "
+                    f"os resultados já recebidos estão em {csv_path or 'memória'}."
+                )
+            for ref in done:
+                value = ray.get(ref)
+                results[position[ref]] = value
+                if csv_path is not None:
+                    append_row(csv_path, value)
+                bar.update(1)
+    return results
+
+
+def resumable_search(
+    grid: Iterable[Any],
+    submit: Any,
+    csv_path: Path | str,
+    *,
+    desc: str = "busca",
+    timeout_s: float | None = None,
+) -> list[tuple[int, int, float, float]]:
+    """Uma busca que retoma de onde parou: nada do que terminou é perdido nem refeito.
+
+    ``submit(n_estimators, max_depth)`` envia uma configuração e devolve a referência Ray de
+    ``(n, profundidade, mse, segundos)``. As configurações que já estão em ``csv_path`` (de uma
+    execução anterior, interrompida ou não) não são enviadas de novo; as outras são acrescentadas
+    ao CSV uma linha por vez, assim que terminam. Devolve os resultados na ordem da grade.
+    """
+    checked = validate_grid(grid)
+    if len(set(checked)) != len(checked):
+        raise ValueError(
+            "A grade tem configurações repetidas: na busca retomável cada par "
+            "(n_estimators, max_depth) identifica uma linha do CSV e deve aparecer uma vez só."
+        )
+    path = Path(csv_path)
+    done = {(n, d): (n, d, mse, s) for n, d, mse, s in read_results(path)}
+    if path.exists():  # descarta uma linha cortada no fim (o processo morreu escrevendo)
+        raw = path.read_bytes()
+        os.truncate(path, raw.rfind(b"\n") + 1)
+    todo = [cfg for cfg in checked if cfg not in done]
+    refs = [submit(n, d) for n, d in todo]
+    for value in gather_with_progress(
+        refs, desc=desc, csv_path=path, timeout_s=timeout_s, append=True
+    ):
+        done[(value[0], value[1])] = tuple(value)
+    return [done[cfg] for cfg in checked]

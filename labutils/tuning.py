@@ -1,4 +1,5 @@
-"""Lição 03: a mesma busca da lição 02 com Ray Tune (e as conferências entre buscas).
+"""Lição 03: a mesma busca da lição 02 com Ray Tune e com ``GridSearchCV`` no Ray (e as conferências
+entre buscas).
 
 - :func:`grid_space`, :func:`validate_space`: a grade no Tune, conferida antes de qualquer trial;
   :func:`range_space`: as faixas que a grade cobre, para um algoritmo de busca (Optuna);
@@ -10,15 +11,18 @@
   escreve o mesmo ``Tuner`` nas próprias células); :func:`progress_callback`: a barra de progresso;
   :func:`tune_table`: resultados em tabela; :func:`first_trial_delay`: quanto o Tune levou até o
   1º trial começar;
-- o ``GridSearchCV`` (scikit-learn sobre o Ray pelo joblib) fica em :mod:`labutils.gridsearch`;
-- :func:`search_difference` (o que difere entre duas buscas, ou ``None``), :func:`check_same_search`
-  (``AssertionError`` se discordam) e :func:`speedup_table`.
+- :func:`grid_search_cv`: o ``GridSearchCV`` do scikit-learn na mesma grade e na mesma divisão
+  treino/validação (``PredefinedSplit``); dentro de ``joblib.parallel_backend("ray")`` (depois de
+  ``ray.util.joblib.register_ray()``) os treinos vão para o cluster Ray sem mudar a busca. A lição
+  03 escreve essa busca nas próprias células (é o assunto dela) e usa daqui só :func:`cv_rows`;
+- :func:`search_difference` (o que difere entre duas buscas, ou ``None``) e :func:`speedup_table`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,10 +31,11 @@ from typing import Any
 import numpy as np
 
 from labutils.config import results_dir
-from labutils.grid import validate_grid
-from labutils.schedule import speedup_bound
+from labutils.search import RANDOM_STATE, fit_and_score, speedup_bound, validate_grid
 
-RANDOM_STATE = 42
+# o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
+logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
+
 #: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade
 PAIR_KEY = "floresta"
 FOREST_KEYS = ("n_estimators", "max_depth")
@@ -123,8 +128,6 @@ def forest_params(config: Mapping[str, Any]) -> tuple[int, int]:
 def forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
     """Um trial: treina a floresta do config e reporta o MSE na VALIDAÇÃO (``data[2:]``)."""
     from ray import tune
-
-    from labutils.search import fit_and_score
 
     inicio = time.time()  # quando o trial começou: ver first_trial_delay
     n, d = forest_params(config)
@@ -250,6 +253,44 @@ def tune_table(result_grid: Any) -> Any:
     return out.sort_values("mse", kind="stable").reset_index(drop=True)
 
 
+# ---------------------------------------------------------------- o GridSearchCV (joblib no Ray)
+
+
+def grid_search_cv(grid: Sequence[Any], data: Sequence[Any], *, n_jobs: int | None = None):
+    """``GridSearchCV`` na grade, validando SEMPRE em ``(X_val, y_val)`` (``PredefinedSplit``).
+
+    Os candidatos vão na ordem da grade; ``refit=False``: o teste não participa. Use dentro de
+    ``joblib.parallel_backend("ray")`` para espalhar os treinos pelo cluster Ray.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+    X_train, y_train, X_val, y_val = data
+    X = np.concatenate([np.asarray(X_train), np.asarray(X_val)])
+    y = np.concatenate([np.asarray(y_train), np.asarray(y_val)])
+    fold = np.r_[np.full(len(X_train), -1), np.zeros(len(X_val), dtype=int)]
+    search = GridSearchCV(
+        RandomForestRegressor(random_state=RANDOM_STATE),
+        [{"n_estimators": [n], "max_depth": [d]} for n, d in validate_grid(grid)],
+        scoring="neg_mean_squared_error",
+        cv=PredefinedSplit(fold),
+        refit=False,
+        n_jobs=n_jobs,
+    )
+    return search.fit(X, y)
+
+
+def cv_rows(search: Any) -> list[tuple[int, int, float, float]]:
+    """``(n_estimators, max_depth, mse na validação, segundos de treino)`` de um GridSearchCV."""
+    res = search.cv_results_
+    return [
+        (int(p["n_estimators"]), int(p["max_depth"]), float(-score), float(fit_s))
+        for p, score, fit_s in zip(
+            res["params"], res["mean_test_score"], res["mean_fit_time"], strict=True
+        )
+    ]
+
+
 # ---------------------------------------------------------------- conferências e comparação
 
 
@@ -269,13 +310,6 @@ def search_difference(
     if not diff <= tol:
         return f"o MSE difere da busca local em até {diff:.3g} (> {tol:g})"
     return None
-
-
-def check_same_search(what: str, got: Sequence[Sequence[Any]], expected, tol: float = 1e-9):
-    """Levanta ``AssertionError`` se :func:`search_difference` acha alguma diferença."""
-    difference = search_difference(got, expected, tol)
-    if difference is not None:
-        raise AssertionError(f"{what}: {difference}.")
 
 
 def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: float):

@@ -397,13 +397,13 @@ def test_pins_fall_back_to_installed_metadata_without_pyproject(tmp_path):
 
 
 def test_the_rehearsal_with_synthetic_data_is_not_blocked_by_missing_data(tmp_path, monkeypatch):
-    from labutils.doctor.env import check_datasets
-
     monkeypatch.setenv("LABUTILS_SCALE", "full")
     monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
-    assert any(r.blocks for r in check_datasets({"California Housing": False, "CIFAR-100": False}))
+    assert any(
+        r.blocks for r in doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
+    )
     monkeypatch.setenv("LABUTILS_SYNTHETIC_DATA", "1")
-    rows = check_datasets({"California Housing": False, "CIFAR-100": False})
+    rows = doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
     assert rows and not any(r.blocks for r in rows) and all("SINTÉTICOS" in r.detail for r in rows)
 
 

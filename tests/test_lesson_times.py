@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from labutils.doctor import speed
-from labutils.doctor.rows import OK, WARN
+from labutils import doctor
+from labutils.doctor import OK, WARN
 
 REFERENCE = {
     "date": "2026-12-04 20:36 UTC",
@@ -23,11 +23,11 @@ REFERENCE = {
 
 
 def _rows(probe, cpus):
-    return {r.item: r for r in speed.check_lesson_times(probe, REFERENCE, cpus=cpus)}
+    return {r.item: r for r in doctor.check_lesson_times(probe, REFERENCE, cpus=cpus)}
 
 
 def test_same_machine_gives_the_reference_minutes():
-    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 4000.0, "device": "nenhuma"}, 2)
+    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 4000.0, "device": "nenhuma"}, 2)
     assert est == {"02_busca.ipynb": (10.0, 2.0), "05_tf.ipynb": (14.0, 4.0)}  # 07: erro, fora
 
 
@@ -42,29 +42,29 @@ def test_a_slower_cpu_machine_is_warned_and_told_what_to_do():
 
 
 def test_a_gpu_speeds_up_only_the_tensorflow_lessons():
-    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 2)
+    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 2)
     assert est["05_tf.ipynb"] == pytest.approx((1.4, 0.4))
     assert est["02_busca.ipynb"] == pytest.approx((10.0, 2.0))  # a GPU não ajuda o scikit-learn
-    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 8)
+    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 8)
     assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))  # 4x as CPUs lógicas
 
 
 def test_many_cpu_cores_speed_up_everything_by_the_probe():
-    est = speed.estimate_minutes(REFERENCE, {"images_per_s": 16000.0, "device": "nenhuma"}, 16)
+    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 16000.0, "device": "nenhuma"}, 16)
     assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))
     assert est["05_tf.ipynb"] == pytest.approx((3.5, 1.0))
 
 
 def test_without_a_reference_or_a_probe_the_doctor_says_so():
-    [row] = speed.check_lesson_times({"images_per_s": 1.0}, reference={}, cpus=2)
+    [row] = doctor.check_lesson_times({"images_per_s": 1.0}, reference={}, cpus=2)
     assert row.status == WARN and "make rehearsal" in row.remedy
-    [row] = speed.check_lesson_times({"error": "a sonda não terminou em 1 s"}, REFERENCE, cpus=2)
+    [row] = doctor.check_lesson_times({"error": "a sonda não terminou em 1 s"}, REFERENCE, cpus=2)
     assert row.status == WARN and "não terminou" in row.detail
 
 
 @pytest.mark.timeout(200)
 def test_the_real_probe_measures_this_machine():
-    probe = speed.measure(seconds=1.0)
+    probe = doctor.speed_probe(seconds=1.0)
     assert probe.get("images_per_s", 0) > 0, probe
     assert probe["device"] == "nenhuma" or probe["device"].startswith("/physical_device:GPU")
 

@@ -16,13 +16,13 @@ from nbclient.exceptions import CellExecutionError
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 DROP_A_TREE = """
-import labutils.chunks
-_original = labutils.chunks.fit_forest_chunk
+import labutils.search
+_original = labutils.search.fit_forest_chunk
 
 def _fit_forest_chunk_sem_uma_arvore(n_trees, *args, **kwargs):
     return _original(max(1, n_trees - 1), *args, **kwargs)
 
-labutils.chunks.fit_forest_chunk = _fit_forest_chunk_sem_uma_arvore
+labutils.search.fit_forest_chunk = _fit_forest_chunk_sem_uma_arvore
 """
 
 

@@ -12,22 +12,24 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import mean_squared_error
 
 from labutils import config, search
-from labutils.chunks import (
+from labutils.search import (
+    RESULT_COLUMNS,
     combine_chunks,
+    estimated_cost,
     fit_chunk_and_predict,
     fit_forest_chunk,
-    merge_forests,
-    plan_chunks,
-    split_trees,
-)
-from labutils.grid import estimated_cost, most_expensive_first, validate_grid
-from labutils.schedule import (
+    gather_with_progress,
     list_schedule,
     list_schedule_makespan,
     makespan_lower_bound,
+    merge_forests,
+    most_expensive_first,
+    plan_chunks,
+    save_results,
     speedup_bound,
+    split_trees,
+    validate_grid,
 )
-from labutils.search_store import RESULT_COLUMNS, gather_with_progress, save_results
 
 SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
 # tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)

@@ -20,7 +20,7 @@ import pytest
 from processes import kill_tree
 
 from labutils import search
-from labutils.search_store import (
+from labutils.search import (
     RESULT_COLUMNS,
     append_row,
     read_results,
@@ -37,8 +37,7 @@ import sys
 import numpy as np
 import ray
 from labutils.raytools import init_ray
-from labutils.search import fit_and_score
-from labutils.search_store import resumable_search
+from labutils.search import fit_and_score, resumable_search
 
 grid = [tuple(p) for p in eval(sys.argv[2])]
 rng = np.random.default_rng(0)

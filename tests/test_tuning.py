@@ -1,7 +1,7 @@
 """Lição 03: o espaço do Tune, o crescimento da floresta e as conferências, sem Ray.
 
-As conferências (:func:`labutils.tuning.check_same_search`) são testadas também "ao contrário":
-com um resultado estragado de propósito, elas têm de falhar. Quem as usa no Ray é a própria
+A conferência (:func:`labutils.tuning.search_difference`) é testada também "ao contrário": com um
+resultado estragado de propósito, ela tem de acusar. Quem a usa no Ray é a própria
 lição 03, que o nbval executa na escala smoke: o Tune, o ASHA e o ``GridSearchCV`` no Ray têm de
 dar a mesma busca que o laço local (e o ``n_jobs`` local), ou a célula falha. Repetir essas
 buscas aqui custava ~35 s de CI (um Ray a mais e as mesmas três buscas) sem verificar nada novo.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from ray import tune
 
-from labutils import gridsearch, tuning
+from labutils import tuning
 from labutils.search import fit_and_score
 
 GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
@@ -80,26 +80,13 @@ def test_grow_forest_ends_at_the_whole_forest(data):
     assert steps[-1][1] == pytest.approx(fit_and_score(12, 5, *data)[2], rel=0, abs=1e-12)
 
 
-# ---------------------------------------------------------------- a conferência falha quando deve
-
-
-def test_check_same_search_goes_red_when_broken(local):
-    tuning.check_same_search("igual", local, local)
-    nudged = [(n, d, mse + 1e-7, s) for n, d, mse, s in local]
-    with pytest.raises(AssertionError, match="difere"):
-        tuning.check_same_search("estragado", nudged, local)
-    best = min(local, key=lambda r: r[2])
-    worse = [(n, d, mse + (1.0 if (n, d) == best[:2] else 0.0), s) for n, d, mse, s in local]
-    with pytest.raises(AssertionError, match="melhor configuração"):
-        tuning.check_same_search("outro melhor", worse, local)
-    with pytest.raises(AssertionError, match="configurações diferentes"):
-        tuning.check_same_search("faltando", local[1:], local)
+# ---------------------------------------------------------------- o GridSearchCV e as conferências
 
 
 def test_grid_search_cv_local_matches_the_loop(data, local):
-    rows = gridsearch.cv_rows(gridsearch.grid_search_cv(GRID, data, n_jobs=1))
+    rows = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=1))
     assert [r[:2] for r in rows] == GRID
-    tuning.check_same_search("GridSearchCV local", rows, local)
+    assert tuning.search_difference(rows, local) is None
 
 
 def test_speedup_table():

@@ -97,7 +97,6 @@ tfdata, tfmodel, tfdevices = m("tf.data"), m("tf.model"), m("tf.devices")
 multiworker, checks = m("multiworker"), m("multiworker.checks")
 exercise = m("make_student_notebook", package="tools")
 cluster, doctor, search, plots = m("cluster"), m("doctor"), m("search"), m("plots")
-grid, chunks, schedule, search_store = m("grid"), m("chunks"), m("schedule"), m("search_store")
 
 # (função, o que há de errado, chamada, exceção esperada, trecho que nomeia o valor ruim)
 CASES = [
@@ -471,47 +470,47 @@ CASES = [
     ),
     ("doctor.check_cpus", "zero núcleos", lambda: doctor.check_cpus(0), ValueError, "recebi 0"),
     ("doctor.tf_probe", "limite zero", lambda: doctor.tf_probe(timeout=0), ValueError, "recebi 0"),
-    # busca (lição 02): search, grid, chunks, schedule, search_store
+    # busca (lição 02)
     (
-        "grid.validate_grid",
+        "search.validate_grid",
         "árvores zero",
-        lambda: grid.validate_grid([(0, 3)]),
+        lambda: search.validate_grid([(0, 3)]),
         ValueError,
         "recebi 0",
     ),
     (
-        "grid.validate_grid",
+        "search.validate_grid",
         "não é lista de pares",
-        lambda: grid.validate_grid("abc"),
+        lambda: search.validate_grid("abc"),
         ValueError,
         "'abc'",
     ),
-    ("chunks.split_trees", "zero blocos", lambda: chunks.split_trees(10, 0), ValueError, "10 e 0"),
+    ("search.split_trees", "zero blocos", lambda: search.split_trees(10, 0), ValueError, "10 e 0"),
     (
-        "schedule.speedup_bound",
+        "search.speedup_bound",
         "zero núcleos",
-        lambda: schedule.speedup_bound([1, 2], 0),
+        lambda: search.speedup_bound([1, 2], 0),
         ValueError,
         "recebi 0",
     ),
     (
-        "schedule.list_schedule_makespan",
+        "search.list_schedule_makespan",
         "tempo negativo",
-        lambda: schedule.list_schedule_makespan([1, -2], 2),
+        lambda: search.list_schedule_makespan([1, -2], 2),
         ValueError,
         "-2.0",
     ),
     (
-        "grid.estimated_cost",
+        "search.estimated_cost",
         "árvores negativas",
-        lambda: grid.estimated_cost(-1, 3),
+        lambda: search.estimated_cost(-1, 3),
         ValueError,
         "recebi -1",
     ),
     (
-        "search_store.results_path",
+        "search.results_path",
         "nome com caminho",
-        lambda: search_store.results_path("../fora"),
+        lambda: search.results_path("../fora"),
         ValueError,
         "'../fora'",
     ),
@@ -604,10 +603,6 @@ def test_the_table_covers_every_module_of_the_issue():
         "data",
         "raytools",
         "search",
-        "grid",
-        "chunks",
-        "schedule",
-        "search_store",
         "tf/data",
         "tf/model",
         "tf/devices",

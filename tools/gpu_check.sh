@@ -17,7 +17,7 @@ strategy = tf.distribute.MirroredStrategy()
 print("réplicas:", strategy.num_replicas_in_sync, strategy.extended.worker_devices)
 PY
 echo "== sonda (a rede da lição 05)"
-$PY -c "from labutils.doctor import speed; print(speed.measure(5.0))"
+$PY -c "from labutils import doctor; print(doctor.speed_probe(5.0))"
 echo "== lições 05, 06 e 07 (solução), escala $LABUTILS_SCALE"
 out=$(mktemp -d)
 for nb in notebooks/05_*.ipynb notebooks/06_*.ipynb notebooks/07_*_solucao.ipynb; do

@@ -10,7 +10,7 @@ kernel novo, grava o tempo de cada célula, o tempo do caminho principal (as cé
 ``opcional``) e o das partes opcionais, e o pico de memória em uso na máquina. Escreve
 ``ensaio.md`` (a tabela) e ``ensaio.json`` (o que ``python -m labutils.doctor`` lê para estimar
 os minutos de cada lição em outra máquina) na pasta ``--out``, com a máquina, os núcleos, a data
-e a sonda de velocidade (:func:`labutils.doctor.speed.measure`) medida antes das lições.
+e a sonda de velocidade (:func:`labutils.doctor.speed_probe`) medida antes das lições.
 
     python tools/rehearsal.py                       # tudo, em docs/ensaio/
     python tools/rehearsal.py --only 05 06 --out /tmp/ensaio
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from labutils.doctor import speed  # noqa: E402
+from labutils import doctor  # noqa: E402
 
 OPTIONAL_TAG = "opcional"
 #: minutos de um período de aula para o caminho principal de uma lição (a meta do ensaio)
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         "scale": args.scale,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
-        "probe": speed.measure(),
+        "probe": doctor.speed_probe(),
         "class_period_min": CLASS_PERIOD_MIN,
         "lessons": [],
     }

@@ -8,8 +8,8 @@ o ``GridSearchCV`` no Ray pelo backend joblib, ambos na ordem "mais caras primei
 
 O limite de cada abordagem vem dos tempos das tarefas medidos no laço e dos núcleos:
 nenhuma ordem de envio termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``
-(:func:`labutils.schedule.speedup_bound`). A nota de cada linha traz também o speedup que a própria
-fila preveria naquela ordem (:func:`labutils.schedule.list_schedule_makespan`), o que separa o
+(:func:`labutils.search.speedup_bound`). A nota de cada linha traz também o speedup que a própria
+fila preveria naquela ordem (:func:`labutils.search.list_schedule_makespan`), o que separa o
 que é culpa da ordem do que é custo do Ray ou da máquina.
 """
 
@@ -22,11 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from labutils.chunks import Chunk, plan_chunks
 from labutils.config import pick, sizes
-from labutils.grid import most_expensive_first, validate_grid
-from labutils.schedule import list_schedule_makespan, speedup_bound
-from labutils.search import fit_and_score
+from labutils.search import (
+    Chunk,
+    fit_and_score,
+    list_schedule_makespan,
+    most_expensive_first,
+    plan_chunks,
+    speedup_bound,
+    validate_grid,
+)
 from labutils.timing import Timer
 from tools.bench.report import Measurement, Report
 from tools.bench.search_runs import (

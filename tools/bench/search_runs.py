@@ -11,9 +11,12 @@ import os
 import tempfile
 import time
 
-from labutils.chunks import combine_chunks, fit_chunk_and_predict
-from labutils.grid import most_expensive_first
-from labutils.search import fit_and_score
+from labutils.search import (
+    combine_chunks,
+    fit_and_score,
+    fit_chunk_and_predict,
+    most_expensive_first,
+)
 from labutils.timing import Timer
 
 
@@ -100,7 +103,7 @@ def run_joblib_ray(grid, data, n_samples) -> list[tuple[int, int, float, float]]
     import joblib
     from ray.util.joblib import register_ray
 
-    from labutils.gridsearch import cv_rows, grid_search_cv
+    from labutils.tuning import cv_rows, grid_search_cv
 
     register_ray()
     with joblib.parallel_backend("ray"):

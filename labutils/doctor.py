@@ -1,0 +1,780 @@
+"""Diagnóstico do ambiente: responde antes da aula "por que não funciona na minha máquina?".
+
+Cada verificação é uma função pequena que devolve uma ou mais linhas :class:`Row` (situação
+✅/⚠️/❌, item, detalhe e, quando algo falta, como resolver). As versões esperadas vêm de
+``pyproject.toml`` (``[project] dependencies`` + o extra ``test``), a única fonte da verdade.
+
+As seções, na ordem do arquivo:
+
+- a linha do relatório (:class:`Row`), os símbolos e :func:`guard`;
+- versões fixadas: Python e pacotes, comandos ``pip install``;
+- TensorFlow e tf-keras (sonda num subprocesso);
+- Ray: painel, autenticação e portas;
+- a máquina e os dados: núcleos, escala, dados e rede;
+- o relatório: resumo, texto, tabela e código de saída;
+- o tempo das lições aqui (:func:`speed_probe` + o ensaio de referência);
+- :func:`run_checks` (a ordem do relatório) e :func:`main` (a linha de comando).
+
+Linha de comando (o instrutor pode rodar em todas as máquinas da sala)::
+
+    python -m labutils.doctor             # sai com código 1 se algo impede as lições (❌)
+    python -m labutils.doctor --strict    # também sai com 1 se houver avisos (⚠️)
+    python -m labutils.doctor --offline   # não testa o acesso aos servidores dos dados
+    python -m labutils.doctor --no-times  # sem a estimativa do tempo de cada lição (~10 s)
+
+Nada aqui trava: rede e TensorFlow são testados com tempo-limite curto.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from labutils import config, data, system
+from labutils.config import (
+    DATA_DIR_ENV,
+    REPO_ROOT,
+    SCALE_ENV,
+    SCALES,
+    SYNTHETIC_ENV,
+    current_scale,
+    data_dir,
+    synthetic_data,
+)
+
+# ---------------------------------------------------------------- a linha do relatório
+
+
+OK, WARN, FAIL = "✅", "⚠️", "❌"
+INSTALL_HINT = 'rode `make setup` (ou `pip install -e ".[test]"`) na raiz do repositório'
+
+
+@dataclass(frozen=True)
+class Row:
+    """Uma linha do relatório: situação, item, detalhe e, quando algo falta, como resolver."""
+
+    status: str
+    item: str
+    detail: str
+    remedy: str = ""
+
+    @property
+    def blocks(self) -> bool:
+        return self.status == FAIL
+
+
+def guard(item: str, check: Callable[[], Row | list[Row]]) -> list[Row]:
+    """Roda uma verificação; um erro inesperado vira uma linha ❌, não derruba o relatório."""
+    try:
+        out = check()
+    except Exception as err:  # o diagnóstico deve sempre terminar
+        return [Row(FAIL, item, f"a verificação falhou: {type(err).__name__}: {err}", INSTALL_HINT)]
+    return out if isinstance(out, list) else [out]
+
+
+# ---------------------------------------------------------------- versões fixadas
+# Lidas de ``pyproject.toml`` (a única fonte) e comparadas com ``importlib.metadata``; os comandos
+# ``pip install`` das mensagens também saem daqui.
+
+
+PYPROJECT = REPO_ROOT / "pyproject.toml"
+
+
+def project_spec(path: Path = PYPROJECT) -> tuple[SpecifierSet, list[Requirement]]:
+    """Lê ``requires-python`` e as dependências fixadas (+ extra ``test``) do ``pyproject.toml``.
+
+    Sem o arquivo (pacote instalado sem o repositório), usa os metadados do ``labutils``.
+    """
+    if path.exists():
+        project = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+        lines = project["dependencies"] + project.get("optional-dependencies", {}).get("test", [])
+        return SpecifierSet(project["requires-python"]), [Requirement(x) for x in lines]
+    meta = metadata.metadata("labutils")
+    reqs = [Requirement(x) for x in metadata.requires("labutils") or []]
+    keep = [r for r in reqs if r.marker is None or r.marker.evaluate({"extra": "test"})]
+    for r in keep:
+        r.marker = None
+    return SpecifierSet(meta["Requires-Python"] or ""), keep
+
+
+@lru_cache(maxsize=1)
+def _pins() -> dict[str, Requirement]:
+    return {r.name.lower(): r for r in project_spec()[1]}
+
+
+def pinned(name: str) -> Requirement:
+    """O requisito fixado de ``name`` (ex.: ``pinned("ray")`` → ``ray[...]==2.60.0``)."""
+    try:
+        return _pins()[name.lower()]
+    except KeyError:
+        raise ValueError(f"{name!r} não está fixado em pyproject.toml.") from None
+
+
+def pip_install(name: str, extras: Iterable[str] | None = None) -> str:
+    """O comando ``pip install`` com a versão fixada, pronto para uma mensagem.
+
+    ``extras`` troca os extras do pino (ex.: ``tensorflow`` com ``and-cuda``).
+    """
+    req = pinned(name)
+    chosen = sorted(req.extras if extras is None else extras)
+    extra = f"[{','.join(chosen)}]" if chosen else ""
+    return f"pip install '{req.name}{extra}{req.specifier}'"
+
+
+def supported_python(spec: SpecifierSet) -> str:
+    """A menor versão ``3.X`` que atende ``spec`` (ex.: ``>=3.11,<3.12`` → ``3.11``)."""
+    for minor in range(8, 40):
+        if Version(f"3.{minor}.0") in spec or Version(f"3.{minor}.99") in spec:
+            return f"3.{minor}"
+    return str(spec)
+
+
+def check_python(
+    spec: SpecifierSet | None = None, version: tuple[int, int, int] | None = None
+) -> Row:
+    spec = spec if spec is not None else project_spec()[0]
+    found = ".".join(map(str, version or sys.version_info[:3]))
+    if Version(found) in spec:
+        return Row(OK, "Python", f"{found} ({sys.executable})")
+    wanted = supported_python(spec)
+    return Row(
+        FAIL,
+        "Python",
+        f"{found}, mas o projeto pede {spec}",
+        f"Crie o ambiente com Python {wanted}: `make setup PYTHON=python{wanted}` "
+        "ou `conda env create -f environment.yml`.",
+    )
+
+
+def missing_extras(req: Requirement) -> list[str]:
+    """Dependências dos extras pedidos (ex.: ``ray[default]``) que não estão instaladas."""
+    missing = []
+    for line in metadata.requires(req.name) or []:
+        dep = Requirement(line)
+        if dep.marker is None or not any(dep.marker.evaluate({"extra": e}) for e in req.extras):
+            continue
+        try:
+            metadata.version(dep.name)
+        except metadata.PackageNotFoundError:
+            missing.append(dep.name)
+    return sorted(set(missing))
+
+
+def check_package(req: Requirement) -> Row:
+    """Versão instalada de um pacote contra o pino de ``pyproject.toml``."""
+    try:
+        found = metadata.version(req.name)
+    except metadata.PackageNotFoundError:
+        return Row(FAIL, req.name, "não instalado", f"{INSTALL_HINT}.")
+    if not req.specifier.contains(found, prereleases=True):
+        return Row(
+            WARN,
+            req.name,
+            f"instalado {found}, o curso foi testado com {req.specifier}",
+            f"Versões diferentes podem mudar APIs e mensagens: {INSTALL_HINT}.",
+        )
+    missing = missing_extras(req) if req.extras else []
+    if missing:
+        return Row(
+            FAIL,
+            req.name,
+            f"{found}, mas faltam dependências de [{','.join(sorted(req.extras))}]: "
+            + ", ".join(missing),
+            f"{INSTALL_HINT}.",
+        )
+    return Row(OK, req.name, found)
+
+
+def check_packages(reqs: Iterable[Requirement] | None = None) -> list[Row]:
+    return [check_package(r) for r in (reqs if reqs is not None else project_spec()[1])]
+
+
+# ---------------------------------------------------------------- TensorFlow e tf-keras
+# Vistos por uma sonda num subprocesso, com limite de tempo.
+
+
+TF_TIMEOUT_S = 180.0
+
+# Roda num processo separado: dividir a CPU em dispositivos lógicos só funciona antes de o
+# TensorFlow iniciar seus dispositivos, e o kernel do notebook não deve ficar "gasto".
+_TF_PROBE = r"""
+import json, os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+out = {}
+import tensorflow as tf
+out["tf"] = tf.__version__
+out["gpus"] = [d.name for d in tf.config.list_physical_devices("GPU")]
+try:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    out["logical_cpus"] = len(tf.config.list_logical_devices("CPU"))
+except Exception as err:
+    out["split_error"] = f"{type(err).__name__}: {err}"
+try:
+    import tf_keras
+    out["tf_keras"] = tf_keras.__version__
+    out["legacy_keras"] = tf.keras.__name__.startswith("tf_keras")
+except Exception as err:
+    out["tf_keras_error"] = f"{type(err).__name__}: {err}"
+print("DOCTOR_JSON=" + json.dumps(out))
+"""
+
+
+def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed: str) -> dict:
+    """Roda uma sonda Python num subprocesso e devolve o JSON da linha ``MARKER=...``.
+
+    Nunca trava nem levanta: passou de ``timeout`` s, ``{"error": late}``; saiu sem a linha,
+    ``{"error": "<failed> (código N): <última linha do stderr>"}``."""
+    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
+    try:
+        proc = system.run(cmd, timeout=timeout, env=env, check=False)
+    except system.CommandError:
+        return {"error": late}
+    except OSError as err:
+        return {"error": f"não consegui rodar {cmd[0]}: {err}"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(f"{marker}="):
+            return json.loads(line.removeprefix(f"{marker}="))
+    tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
+    return {"error": f"{failed} (código {proc.returncode}): {tail}"}
+
+
+def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
+    """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
+    return json_probe(
+        [python, "-c", _TF_PROBE],
+        marker="DOCTOR_JSON",
+        timeout=timeout,
+        late=f"o TensorFlow não carregou em {timeout:g} s",
+        failed="import tensorflow falhou",
+    )
+
+
+def _gpu_on_machine() -> bool:
+    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
+
+
+def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
+    if "error" in probe:
+        return Row(FAIL, "TensorFlow", probe["error"], f"{INSTALL_HINT}; depois rode de novo.")
+    gpus = probe.get("gpus", [])
+    if "split_error" in probe:
+        return Row(
+            FAIL,
+            "TensorFlow",
+            f"{probe['tf']}: não consegui dividir a CPU em 2 dispositivos ({probe['split_error']})",
+            "A lição 05 precisa disso: reinstale o TensorFlow fixado e rode num processo novo.",
+        )
+    detail = f"{probe['tf']}; GPUs: {len(gpus)}; CPU dividida em {probe['logical_cpus']} dispositivos lógicos"
+    if not gpus and (gpu_on_machine if gpu_on_machine is not None else _gpu_on_machine()):
+        return Row(
+            WARN,
+            "TensorFlow",
+            detail + ", mas a máquina tem GPU NVIDIA",
+            "O TensorFlow não vê a GPU: instale o suporte CUDA "
+            f"(`{pip_install('tensorflow', extras=['and-cuda'])}`) e confira `nvidia-smi`. "
+            "As lições rodam na CPU mesmo assim.",
+        )
+    if not gpus:
+        detail += " (sem GPU: as lições usam CPUs lógicas)"
+    return Row(OK, "TensorFlow", detail)
+
+
+def check_tf_keras(probe: dict) -> Row:
+    item = "tf-keras (exercício multi-worker)"
+    if "error" in probe:
+        return Row(
+            FAIL, item, "não testado: o TensorFlow não carregou", "Resolva a linha do TensorFlow."
+        )
+    if "tf_keras_error" in probe:
+        return Row(
+            FAIL, item, probe["tf_keras_error"], f"{INSTALL_HINT} (ou `{pip_install('tf-keras')}`)."
+        )
+    if not probe.get("legacy_keras"):
+        return Row(
+            FAIL,
+            item,
+            f"tf_keras {probe['tf_keras']} instalado, mas TF_USE_LEGACY_KERAS=1 não o ativou",
+            f"Use o tf-keras e o TensorFlow nas versões fixadas ({pinned('tf-keras')}, "
+            f"{pinned('tensorflow')}): {INSTALL_HINT}.",
+        )
+    return Row(OK, item, f"{probe['tf_keras']} (ativado com TF_USE_LEGACY_KERAS=1)")
+
+
+# ---------------------------------------------------------------- Ray
+# Importa, tem o painel (dashboard), autenticação ligada, portas padrão livres. As dependências
+# do painel são as do extra ``ray[default]``, lidas dos metadados do próprio Ray
+# (``importlib.metadata.requires("ray")``) e procuradas com ``importlib.util.find_spec``: nada da
+# API privada do Ray, que muda entre versões.
+
+
+RAY_PORTS = {"nó principal do Ray": 6379, "painel do Ray": 8265}
+DASHBOARD_EXTRA = "default"
+
+
+@lru_cache(maxsize=1)
+def _packages_distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def _modules_of(dist: str) -> list[str]:
+    """Módulos de primeiro nível que a distribuição ``dist`` instala (``grpcio`` → ``grpc``).
+
+    Distribuições só com programas (``py-spy``) não têm módulo: lista vazia.
+    """
+    top = metadata.distribution(dist).read_text("top_level.txt")
+    if top:
+        return [m for m in top.split() if m and not m.startswith("_")]
+    wanted = metadata.distribution(dist).metadata["Name"]
+    return sorted(
+        m
+        for m, dists in _packages_distributions().items()
+        if wanted in dists and m.isidentifier() and not m.startswith("_")
+    )
+
+
+def dashboard_missing(extra: str = DASHBOARD_EXTRA) -> list[str]:
+    """O que falta do extra ``ray[extra]``: distribuições não instaladas ou módulos que não
+    se encontram (``find_spec``). Lista vazia: o painel pode subir."""
+    missing = []
+    for line in metadata.requires("ray") or []:
+        dep = Requirement(line)
+        if dep.marker is None or not dep.marker.evaluate({"extra": extra}):
+            continue
+        try:
+            modules = _modules_of(dep.name)
+        except metadata.PackageNotFoundError:
+            missing.append(dep.name)
+            continue
+        missing += [m for m in modules if not _importable(m)]
+    return sorted(set(missing))
+
+
+def _importable(module: str) -> bool:
+    """O módulo existe? Um já importado conta, mesmo sem ``__spec__`` (o ``find_spec`` levanta
+    ``ValueError`` nesse caso: o ``colorful``, que o Ray importa, põe em ``sys.modules`` um objeto
+    próprio no lugar do módulo)."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_ray() -> Row:
+    try:
+        import ray
+    except ImportError as err:
+        return Row(FAIL, "Ray", f"não importa: {err}", f"{INSTALL_HINT}.")
+    missing = dashboard_missing()
+    if missing:
+        return Row(
+            FAIL,
+            "Ray",
+            f"{ray.__version__} sem suporte ao painel: faltam " + ", ".join(missing),
+            f"Instale o Ray com os extras do curso: `{pip_install('ray')}`.",
+        )
+    return Row(OK, "Ray", f"{ray.__version__} com painel (dashboard)")
+
+
+def check_auth() -> Row:
+    """Autenticação por token do Ray: aviso em português se ``RAY_AUTH_MODE=disabled``."""
+    warning = config.auth_disabled_warning()
+    if warning:
+        return Row(WARN, "Ray: autenticação", "DESLIGADA (RAY_AUTH_MODE=disabled)", warning)
+    mode = config.ray_auth_mode() or config.RAY_AUTH_MODE_DEFAULT
+    return Row(OK, "Ray: autenticação", f"por token (RAY_AUTH_MODE={mode})")
+
+
+def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
+    rows = []
+    for what, port in (ports or RAY_PORTS).items():
+        item = f"porta {port}: {what}"
+        if not system.port_in_use(port):
+            rows.append(Row(OK, item, "livre"))
+            continue
+        rows.append(
+            Row(
+                WARN,
+                item,
+                "ocupada por outro programa (talvez um Ray que ficou rodando)",
+                f"Veja quem usa: `ss -ltnp | grep :{port}`. Se for um Ray seu, `ray status` e "
+                "`ray stop`; senão inicie o nó principal em outra porta "
+                "(`ray start --head --port=6380 --dashboard-port=8266`). "
+                "O ray.init() dos notebooks escolhe outra porta do painel sozinho.",
+            )
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- a máquina e os dados
+# Núcleos, escala, conjuntos em ``data/`` e acesso aos servidores.
+
+
+HOST_TIMEOUT_S = 2.0
+
+
+def check_cpus(count: int | None = None) -> Row:
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise ValueError(f"count deve ser um inteiro >= 1 (núcleos), recebi {count!r}.")
+    count = count if count is not None else (os.cpu_count() or 1)
+    if count >= 2:
+        return Row(OK, "CPUs", f"{count} CPUs lógicas{_physical()}")
+    return Row(
+        WARN,
+        "CPUs",
+        f"{count} núcleo: as comparações com 2 workers não terão ganho",
+        "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
+    )
+
+
+def _physical() -> str:
+    """``", N núcleos físicos, M GB de memória"`` (o que o psutil souber dizer)."""
+    import psutil
+
+    cores = psutil.cpu_count(logical=False)
+    memory = psutil.virtual_memory().total / 2**30
+    return (f", {cores} núcleos físicos" if cores else "") + f", {memory:.0f} GB de memória"
+
+
+def check_scale() -> Row:
+    try:
+        scale = current_scale()
+    except ValueError as err:
+        return Row(
+            FAIL, "escala", str(err), f"Use {SCALE_ENV}=full (aula) ou smoke (teste rápido)."
+        )
+    if scale == "smoke":
+        return Row(
+            OK,
+            "escala",
+            "smoke: tamanhos mínimos e dados locais/sintéticos (para testar, não para medir)",
+        )
+    return Row(OK, "escala", f"full: tamanhos da aula (mude com {SCALE_ENV}={'|'.join(SCALES)})")
+
+
+def dataset_hosts() -> dict[str, str]:
+    """Servidores de onde cada conjunto é baixado."""
+    from urllib.parse import urlparse
+
+    try:
+        from sklearn.datasets._california_housing import ARCHIVE
+
+        housing = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
+    except (ImportError, AttributeError):  # scikit-learn ausente ou mudou: a linha do pacote acusa
+        housing = "ndownloader.figshare.com"
+    return {"California Housing": housing, "CIFAR-100": data.CIFAR_HOST}
+
+
+def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
+    """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
+    try:
+        smoke = current_scale() == "smoke"
+    except ValueError:
+        smoke = False
+    rows = []
+    for name, present in data.datasets_present().items():
+        item = f"dados: {name}"
+        if present:
+            rows.append(Row(OK, item, f"presente em {data_dir()}"))
+        elif smoke:
+            rows.append(Row(OK, item, "ausente, mas a escala smoke usa dados locais"))
+        elif synthetic_data():
+            detail = f"ausente; {SYNTHETIC_ENV}=1: o ensaio usa dados SINTÉTICOS do tamanho real"
+            rows.append(Row(WARN, item, detail, "para a aula, baixe os reais: `make data`"))
+        elif reachable is not None and not reachable.get(name, False):
+            rows.append(
+                Row(
+                    FAIL,
+                    item,
+                    f"ausente em {data_dir()} e o servidor está inacessível",
+                    "Numa máquina com internet rode `make data` e copie a pasta data/ para cá "
+                    f"(ou aponte {DATA_DIR_ENV} para ela); para só testar: {SCALE_ENV}=smoke.",
+                )
+            )
+        else:
+            rows.append(
+                Row(
+                    WARN,
+                    item,
+                    f"ausente em {data_dir()}: será baixado na primeira lição que o usar",
+                    "Baixe antes da aula para não depender da rede: `make data`.",
+                )
+            )
+    return rows
+
+
+def check_hosts(
+    hosts: dict[str, str | tuple[str, int]] | None = None, timeout: float = HOST_TIMEOUT_S
+) -> tuple[list[Row], dict[str, bool]]:
+    """Testa em paralelo se cada servidor abre conexão em até ``timeout`` segundos
+    (:func:`labutils.data.host_reachable`)."""
+    targets = {
+        k: v if isinstance(v, tuple) else (v, 443) for k, v in (hosts or dataset_hosts()).items()
+    }
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        futures = {
+            k: pool.submit(data.host_reachable, h, p, timeout) for k, (h, p) in targets.items()
+        }
+        reachable = {k: f.result() for k, f in futures.items()}
+    rows = []
+    for name, (host, _port) in targets.items():
+        item = f"rede: {host}"
+        if reachable[name]:
+            rows.append(Row(OK, item, f"acessível ({name})"))
+        else:
+            rows.append(
+                Row(
+                    WARN,
+                    item,
+                    f"sem resposta em {timeout:g} s ({name})",
+                    "Sem internet só funcionam os dados já em data/ e a escala smoke; "
+                    "confira proxy/firewall ou rode `make data` onde houver rede.",
+                )
+            )
+    return rows, reachable
+
+
+# ---------------------------------------------------------------- o relatório
+# Resumo, texto da linha de comando, tabela do notebook 00 e código de saída.
+
+
+class EnvironmentNotReady(RuntimeError):
+    """Algum item do diagnóstico impede as lições (❌)."""
+
+
+def exit_code(rows: Iterable[Row], strict: bool = False) -> int:
+    """1 se alguma linha bloqueia as lições (ou, com ``strict``, se houver avisos)."""
+    bad = {FAIL, WARN} if strict else {FAIL}
+    return 1 if any(r.status in bad for r in rows) else 0
+
+
+def require_ready(rows: list[Row]) -> None:
+    """Levanta :class:`EnvironmentNotReady` com o que fazer, se alguma linha for ❌."""
+    fails = [r for r in rows if r.blocks]
+    if fails:
+        steps = "\n".join(f"  - {r.item}: {r.detail}\n    → {r.remedy}" for r in fails)
+        raise EnvironmentNotReady(f"O ambiente ainda não está pronto para as lições:\n{steps}")
+
+
+def summary(rows: list[Row]) -> str:
+    fails = [r for r in rows if r.status == FAIL]
+    warns = [r for r in rows if r.status == WARN]
+    if fails:
+        return f"{FAIL} {len(fails)} problema(s) impedem as lições: " + "; ".join(
+            r.item for r in fails
+        )
+    if warns:
+        return f"{WARN} Pronto para as lições, com {len(warns)} aviso(s): " + "; ".join(
+            r.item for r in warns
+        )
+    return f"{OK} Tudo pronto para as lições."
+
+
+def format_report(rows: list[Row]) -> str:
+    width = max(len(r.item) for r in rows)
+    lines = []
+    for r in rows:
+        lines.append(f"{r.status} {r.item:<{width}}  {r.detail}")
+        if r.remedy:
+            lines.append(f"{'':{width + 3}}→ {r.remedy}")
+    return "\n".join(lines + ["", summary(rows)])
+
+
+def as_frame(rows: Iterable[Row]):
+    """O relatório como tabela (pandas), para o notebook 00."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [(r.status, r.item, r.detail, r.remedy) for r in rows],
+        columns=["", "item", "detalhe", "como resolver"],
+    )
+
+
+def as_table(rows: Iterable[Row]):
+    """A tabela do notebook 00: sem índice, texto inteiro e alinhado à esquerda."""
+    return (
+        as_frame(rows)
+        .style.hide(axis="index")
+        .set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+    )
+
+
+# ---------------------------------------------------------------- o tempo das lições
+# Quanto esta máquina demora em cada lição: uma sonda de poucos segundos e o ensaio de referência.
+#
+# O ensaio (``make rehearsal``, ``tools/rehearsal.py``) rodou cada lição na escala ``full`` numa
+# máquina de referência e gravou ``docs/ensaio/ensaio.json``: os minutos de cada lição e a
+# **sonda** medida lá (imagens/s da rede da lição 05 no treino centralizado, as threads padrão do
+# TensorFlow, CPU ou GPU). Aqui a mesma sonda mede esta máquina, e cada lição é estimada pela
+# razão entre as duas sondas: uma máquina duas vezes mais rápida na sonda leva metade do tempo.
+#
+# As lições sem TensorFlow (scikit-learn e Ray) não ganham nada com uma GPU: numa máquina em que
+# a sonda rodou na GPU, elas são estimadas pela razão entre as CPUs lógicas das duas máquinas.
+# É uma estimativa grosseira, que serve para a decisão que importa antes da aula: a lição cabe no
+# período, ou é melhor rodá-la antes (``make notebooks``) ou numa máquina com GPU?
+
+
+REHEARSAL_JSON = REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
+SPEED_PROBE_TIMEOUT_S = 180.0
+
+# Num processo novo: o TF usa as threads padrão (todos os núcleos) e a GPU, se houver.
+_SPEED_PROBE = r"""
+import json, os, sys, time
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import tensorflow as tf
+from labutils.tf.model import create_model
+seconds = float(sys.argv[1])
+gpus = tf.config.list_physical_devices("GPU")
+model = create_model(100)
+rng = np.random.default_rng(0)
+x = rng.random((64, 32, 32, 3), dtype=np.float32)
+y = rng.integers(0, 100, size=(64,))
+for _ in range(3):
+    model.train_on_batch(x, y)  # compila o passo de treino
+steps, start = 0, time.perf_counter()
+while time.perf_counter() - start < seconds:
+    model.train_on_batch(x, y)
+    steps += 1
+elapsed = time.perf_counter() - start
+out = {"images_per_s": steps * 64 / elapsed, "device": gpus[0].name if gpus else "nenhuma"}
+print("SPEED_JSON=" + json.dumps(out))
+"""
+
+
+def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) -> dict:
+    """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}`` (nunca trava)."""
+    return json_probe(
+        [sys.executable, "-c", _SPEED_PROBE, str(seconds)],
+        marker="SPEED_JSON",
+        timeout=timeout,
+        late=f"a sonda não terminou em {timeout:g} s",
+        failed="a sonda falhou",
+    )
+
+
+def load_rehearsal(path: Path = REHEARSAL_JSON) -> dict | None:
+    """O ensaio de referência (``ensaio.json``), ou ``None`` se não existe ou não se lê."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def estimate_minutes(reference: dict, probe: dict, cpus: int) -> dict[str, tuple[float, float]]:
+    """``{notebook: (minutos do caminho principal, minutos das opcionais)}`` nesta máquina,
+    com a sonda ``probe`` e ``cpus`` CPUs lógicas aqui."""
+    tf_ratio = reference["probe"]["images_per_s"] / probe["images_per_s"]
+    cpu_ratio = tf_ratio
+    if probe.get("device", "nenhuma") != "nenhuma":  # a sonda mediu a GPU, não as CPUs
+        cpu_ratio = reference["machine"]["logical_cpus"] / max(1, cpus)
+    out = {}
+    for row in reference["lessons"]:
+        if row.get("error"):
+            continue
+        ratio = tf_ratio if row.get("tensorflow", True) else cpu_ratio
+        out[row["notebook"]] = (row["core_s"] / 60 * ratio, row["optional_s"] / 60 * ratio)
+    return out
+
+
+def check_lesson_times(
+    probe: dict | None = None, reference: dict | None = None, cpus: int | None = None
+) -> list[Row]:
+    """Uma linha por lição: os minutos esperados aqui, e o que fazer se não cabe no período."""
+    reference = load_rehearsal() if reference is None else reference
+    if not reference or "images_per_s" not in reference.get("probe", {}):
+        return [Row(WARN, "tempo das lições", "sem o ensaio de referência (docs/ensaio/)",
+                    "rode `make rehearsal` numa máquina da sala para ter os tempos")]  # fmt: skip
+    probe = speed_probe() if probe is None else probe
+    if "images_per_s" not in probe:
+        return [Row(WARN, "tempo das lições", f"sonda de velocidade: {probe.get('error')}")]
+    period = float(reference.get("class_period_min", 15.0))
+    ratio = reference["probe"]["images_per_s"] / probe["images_per_s"]
+    where = (
+        f"sonda: {probe['images_per_s']:,.0f} imagens/s aqui (GPU: {probe['device']}) contra "
+        f"{reference['probe']['images_per_s']:,.0f} na referência ({reference['date']}): "
+        f"{1 / ratio:.2f}x"
+    )
+    rows = [Row(OK, "tempo das lições", where)]
+    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    for name, (core, optional) in estimate_minutes(reference, probe, cpus).items():
+        detail = f"~{core:.0f} min no caminho principal (+{optional:.0f} min nas opcionais)"
+        if core <= period:
+            rows.append(Row(OK, name, detail))
+        else:
+            rows.append(Row(WARN, name, f"{detail}: passa dos {period:g} min de uma aula",
+                            "rode-a antes da aula (`make notebooks`) ou numa máquina com GPU"))  # fmt: skip
+    return rows
+
+
+# ---------------------------------------------------------------- run_checks e a linha de comando
+
+
+def run_checks(*, offline: bool = False, tf_timeout: float = TF_TIMEOUT_S) -> list[Row]:
+    """Todas as verificações, na ordem do relatório.
+
+    As funções são procuradas neste módulo na hora da chamada: um teste pode trocar uma delas
+    (``monkeypatch.setattr(doctor, "tf_probe", ...)``).
+    """
+    rows: list[Row] = []
+    rows += guard("Python", check_python)
+    rows += guard("pacotes", check_packages)
+    rows += guard("CPUs", check_cpus)
+    probe = tf_probe(timeout=tf_timeout)
+    rows += guard("TensorFlow", lambda: check_tensorflow(probe))
+    rows += guard("tf-keras", lambda: check_tf_keras(probe))
+    rows += guard("Ray", check_ray)
+    rows += guard("Ray: autenticação", check_auth)
+    rows += guard("portas", check_ports)
+    rows += guard("escala", check_scale)
+    host_rows: list[Row] = []
+    reachable: dict[str, bool] | None = None
+    if not offline:
+        try:
+            host_rows, reachable = check_hosts()
+        except Exception as err:  # o diagnóstico deve sempre terminar
+            host_rows = [Row(FAIL, "rede", f"a verificação falhou: {type(err).__name__}: {err}")]
+    rows += guard("dados", lambda: check_datasets(reachable))
+    rows += host_rows
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m labutils.doctor", description="Diagnóstico do ambiente do laboratório."
+    )
+    parser.add_argument("--strict", action="store_true", help="avisos (⚠️) também dão código 1")
+    parser.add_argument("--offline", action="store_true", help="não testa os servidores de dados")
+    parser.add_argument(
+        "--no-times", action="store_true", help="não estima os minutos de cada lição aqui"
+    )
+    args = parser.parse_args(argv)
+    rows = run_checks(offline=args.offline)
+    # os tempos informam; não decidem se a máquina está pronta (nem com --strict)
+    times = [] if args.no_times else guard("tempo das lições", check_lesson_times)
+    print(format_report(rows + times))
+    return exit_code(rows, strict=args.strict)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
