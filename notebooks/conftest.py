@@ -9,6 +9,11 @@
   opcionais. Os itens se chamam ``NOME.ipynb[sem opcionais]::Cell N``. Uma célula principal que
   dependa de algo definido numa opcional falha aqui. (Essa passada substitui a de rodar o mesmo
   notebook duas vezes no mesmo kernel.) Exceto os de :data:`CORE_RUN_SKIPPED`, com o motivo.
+- **Uma execução só.** A lição 00 roda inteira no JupyterLab, no teste de navegador, e a solução
+  da lição 07 roda inteira (exemplos e opcionais incluídos) no teste da correção
+  (``tools/grade.py --all-cells``); os dois conferem que nenhuma célula deu erro. Quando esse
+  teste está na mesma sessão (e, para a 00, o Chromium existe), o nbval não roda o notebook de
+  novo (:data:`RUN_BY_TESTS`); rodando só ``notebooks/``, o nbval os executa.
 - Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
   de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
   ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
@@ -29,8 +34,8 @@ OPTIONAL_TAG = "opcional"
 #: notebooks cujo caminho principal não roda de novo, e por quê
 CORE_RUN_SKIPPED = {
     "07_exercicio_multiworker_solucao.ipynb": (
-        "o caminho principal do exercício roda no notebook do aluno corrigido "
-        "(tests/test_grade.py) e a solução inteira já roda aqui; outra passada custaria ~3 min"
+        "o caminho principal do exercício, sem exemplos nem opcionais, roda na correção de "
+        "uma cópia da solução com um erro (tests/test_grade.py)"
     ),
 }
 
@@ -79,10 +84,40 @@ def pytest_collect_file(file_path, parent):
     return CoreOnlyNotebook.from_parent(parent, path=file_path, name=name, nodeid=nodeid)
 
 
+#: notebooks que um teste de ``tests/`` já executa inteiros, toda célula sem erro: o nbval não os
+#: roda de novo quando esse teste está na mesma sessão (e pode rodar: o Chromium, para a 00)
+RUN_BY_TESTS = {
+    "00_diagnostico_ambiente.ipynb": (
+        "test_browser.py::test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00",
+        "/usr/bin/chromium",
+    ),
+    "07_exercicio_multiworker_solucao.ipynb": (
+        "test_grade.py::test_the_solution_copy_scores_every_check_and_runs_whole",
+        None,
+    ),
+}
+
+
+def _run_by_tests(items) -> dict[str, str]:
+    """``{notebook: teste}`` dos notebooks de :data:`RUN_BY_TESTS` que rodam nesta sessão."""
+    ids = [item.nodeid for item in items]
+    return {
+        name: test
+        for name, (test, needs) in RUN_BY_TESTS.items()
+        if (needs is None or os.path.exists(needs)) and any(i.endswith(test) for i in ids)
+    }
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     from nbval.plugin import IPyNbCell
 
+    elsewhere = _run_by_tests(items)
     for item in items:
-        if isinstance(item, IPyNbCell) and item.get_closest_marker("timeout") is None:
+        if not isinstance(item, IPyNbCell):
+            continue
+        if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S))
+        if item.path.name in elsewhere:
+            reason = f"roda inteiro, uma vez só, em tests/{elsewhere[item.path.name]}"
+            item.add_marker(pytest.mark.skip(reason=reason))

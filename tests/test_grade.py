@@ -1,10 +1,12 @@
 """``tools/grade.py``: a correção de uma turma da lição 07.
 
-Uma só correção (pela linha de comando, escala ``smoke``) de uma pasta com quatro entregas —
-uma cópia da solução, o notebook do aluno intacto, uma cópia da solução com UM erro conhecido
-(``from_logits=True`` depois da softmax, que só a verificação do TODO 2 pega; e a célula dessa
-verificação apagada, o que não adianta) e um arquivo que não é JSON — é dividida pelos testes deste módulo. Os notebooks que travam ou derrubam o kernel
-são notebooks mínimos, corrigidos à parte com limites curtos.
+Uma correção (pela linha de comando, escala ``smoke``) de uma pasta com três entregas — o
+notebook do aluno intacto, uma cópia da solução com UM erro conhecido (``from_logits=True``
+depois da softmax, que só a verificação do TODO 2 pega; e a célula dessa verificação apagada, o
+que não adianta) e um arquivo que não é JSON — e uma de uma cópia da solução com ``--all-cells``
+(que roda também os exemplos e as seções opcionais) são divididas pelos testes deste módulo.
+Os notebooks que travam ou derrubam o kernel são notebooks mínimos, corrigidos à parte com
+limites curtos.
 """
 
 from __future__ import annotations
@@ -40,17 +42,11 @@ def _with_mistake(target: Path) -> None:
     nbformat.write(nb, target)
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """A pasta corrigida pela linha de comando e as linhas do ``grades.csv`` por arquivo."""
-    folder = tmp_path_factory.mktemp("entregas")
-    shutil.copy(SOLUTION, folder / "ana_solucao.ipynb")
-    shutil.copy(STUDENT, folder / "bruno_intacto.ipynb")
-    _with_mistake(folder / "carla_um_erro.ipynb")
-    (folder / "davi_quebrado.ipynb").write_text('{"cells": [', encoding="utf-8")
+def _grade_cli(folder: Path, *extra: str) -> dict[str, dict[str, str]]:
+    """Corrige ``folder`` pela linha de comando; devolve as linhas do ``grades.csv`` por arquivo."""
     run = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "grade.py"), str(folder), "--scale", "smoke"]
-        + ["--timeout", "600"],
+        + ["--timeout", "600", *extra],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -58,8 +54,36 @@ def graded(tmp_path_factory):
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     with open(folder / "grades.csv", encoding="utf-8") as f:
-        rows = {row["arquivo"]: row for row in csv.DictReader(f)}
-    return folder, rows
+        return {row["arquivo"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A pasta das entregas corrigida pela linha de comando, como o instrutor faz."""
+    folder = tmp_path_factory.mktemp("entregas")
+    shutil.copy(STUDENT, folder / "bruno_intacto.ipynb")
+    _with_mistake(folder / "carla_um_erro.ipynb")
+    (folder / "davi_quebrado.ipynb").write_text('{"cells": [', encoding="utf-8")
+    return folder, _grade_cli(folder)
+
+
+@pytest.fixture(scope="module")
+def solution_graded(tmp_path_factory):
+    """Uma cópia da solução corrigida com ``--all-cells``: roda inteira, exemplos e seções
+    opcionais incluídos. É a execução da solução no ``make test``: o nbval não a roda de novo
+    (``notebooks/conftest.py``)."""
+    folder = tmp_path_factory.mktemp("solucao")
+    shutil.copy(SOLUTION, folder / "ana_solucao.ipynb")
+    return folder, _grade_cli(folder, "--all-cells")
+
+
+def _errors(nb) -> list[str]:
+    return [
+        f"{o.ename}: {o.evalue}"
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if o.output_type == "error"
+    ]
 
 
 @pytest.mark.slow
@@ -76,10 +100,16 @@ def test_one_row_per_file_with_one_column_per_check_and_a_total(graded):
 
 @pytest.mark.slow
 @pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
-def test_the_solution_copy_scores_every_check(graded):
-    row = graded[1]["ana_solucao.ipynb"]
+def test_the_solution_copy_scores_every_check_and_runs_whole(solution_graded):
+    folder, rows = solution_graded
+    row = rows["ana_solucao.ipynb"]
     assert [row[label] for label in LABELS] == [grade.PASSED] * len(LABELS), row
     assert row["total"] == f"{len(LABELS)}/{len(LABELS)}" and not row["motivo"]
+    executed = nbformat.read(folder / grade.OUTPUT_DIR / "ana_solucao.ipynb", as_version=4)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "com --all-cells, toda célula roda"
+    assert any(grade.SKIP_TAGS & set(c.metadata.get("tags", [])) for c in code)
+    assert not _errors(executed), _errors(executed)
 
 
 @pytest.mark.slow
@@ -104,7 +134,16 @@ def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
 @pytest.mark.slow
 @pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
 def test_a_copy_with_one_known_mistake_fails_exactly_that_check(graded):
-    row = graded[1]["carla_um_erro.ipynb"]
+    folder, rows = graded
+    row = rows["carla_um_erro.ipynb"]
+    # sem --all-cells, os exemplos e as seções opcionais não rodam (não valem nota)
+    executed = nbformat.read(folder / grade.OUTPUT_DIR / "carla_um_erro.ipynb", as_version=4)
+    skipped = [
+        c
+        for c in executed.cells
+        if c.cell_type == "code" and grade.SKIP_TAGS & set(c.metadata.get("tags", []))
+    ]
+    assert skipped and not any(c.execution_count or c.outputs for c in skipped)
     failed = {label: row[label] for label in LABELS if row[label] != grade.PASSED}
     assert list(failed) == ["2-modelo"], row
     assert failed["2-modelo"].startswith("falhou:") and "from_logits=True" in failed["2-modelo"]

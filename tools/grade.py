@@ -12,7 +12,9 @@ estourado o limite), o kernel e tudo o que ele iniciou (o Ray) são encerrados a
 
 As verificações são as células com a etiqueta ``check-...`` da solução; o código delas vem da
 solução (o aluno não pode trocá-lo). As células de exemplo e opcionais (etiquetas ``exemplo`` e
-``opcional``) não rodam: não valem nota. Na pasta ficam ``grades.csv`` e ``grades.md`` (uma linha
+``opcional``) não rodam: não valem nota. Com ``--all-cells`` elas rodam também (sem nota): é como o
+instrutor confere a solução inteira nas máquinas da sala antes da aula, e como o teste roda a
+solução (``tests/test_grade.py``). Na pasta ficam ``grades.csv`` e ``grades.md`` (uma linha
 por arquivo, uma coluna por verificação, ``total`` = quantas passaram, ``motivo`` quando o
 notebook não terminou: travou, o kernel morreu, o JSON é inválido) e, em ``_correcao/``, a cópia
 executada de cada notebook, para ler as saídas.
@@ -96,12 +98,14 @@ def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     return env
 
 
-def _run_cells(client: Any, nb: Any, checks: dict[str, str], row: dict, deadline: float) -> None:
-    """Roda as células de código (menos exemplos e opcionais), anotando cada verificação."""
+def _run_cells(
+    client: Any, nb: Any, checks: dict[str, str], row: dict, deadline: float, skip: set[str]
+) -> None:
+    """Roda as células de código (menos as com etiquetas de ``skip``), anotando cada verificação."""
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or _tags(cell) & SKIP_TAGS:
+        if cell.cell_type != "code" or _tags(cell) & skip:
             continue
         left = deadline - time.monotonic()
         if left <= 0:
@@ -118,9 +122,17 @@ def _run_cells(client: Any, nb: Any, checks: dict[str, str], row: dict, deadline
 
 
 def grade_notebook(
-    path: Path, checks: dict[str, str], *, scale: str, timeout_s: float, out_dir: Path
+    path: Path,
+    checks: dict[str, str],
+    *,
+    scale: str,
+    timeout_s: float,
+    out_dir: Path,
+    all_cells: bool = False,
 ) -> dict[str, Any]:
-    """Roda um notebook num kernel e num Ray novos; devolve ``{etiqueta: veredito, ...}``."""
+    """Roda um notebook num kernel e num Ray novos; devolve ``{etiqueta: veredito, ...}``.
+
+    ``all_cells``: roda também os exemplos e as partes opcionais (que nunca valem nota)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
@@ -154,7 +166,8 @@ def grade_notebook(
         with client.setup_kernel(env=_kernel_env(scale, work / "results"), cwd=str(work)):
             pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
             try:
-                _run_cells(client, nb, checks, row, deadline)
+                skip = set() if all_cells else SKIP_TAGS
+                _run_cells(client, nb, checks, row, deadline, skip)
             finally:  # antes de o nbclient desligar o kernel: o Ray dele vai junto
                 _kill_tree(pid)
     except TimeoutError:
@@ -204,7 +217,12 @@ def write_reports(folder: Path, rows: dict[str, dict[str, Any]], checks: dict[st
 
 
 def grade_folder(
-    folder: Path, *, scale: str = "smoke", timeout_s: float = 900.0, solution: Path = SOLUTION
+    folder: Path,
+    *,
+    scale: str = "smoke",
+    timeout_s: float = 900.0,
+    solution: Path = SOLUTION,
+    all_cells: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Corrige todos os ``*.ipynb`` de ``folder`` e grava os relatórios; devolve as linhas."""
     checks = reference_checks(solution)
@@ -213,7 +231,12 @@ def grade_folder(
         start = time.monotonic()
         print(f"corrigindo {path.name} ...", flush=True)
         rows[path.name] = grade_notebook(
-            path, checks, scale=scale, timeout_s=timeout_s, out_dir=folder / OUTPUT_DIR
+            path,
+            checks,
+            scale=scale,
+            timeout_s=timeout_s,
+            out_dir=folder / OUTPUT_DIR,
+            all_cells=all_cells,
         )
         passed = sum(rows[path.name][t] == PASSED for t in checks)
         print(f"  {passed}/{len(checks)} em {time.monotonic() - start:.0f} s", flush=True)
@@ -228,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help="pasta com os .ipynb entregues")
     parser.add_argument("--scale", choices=("smoke", "full"), default="smoke")
     parser.add_argument("--timeout", type=float, default=900.0, help="segundos por notebook")
+    parser.add_argument(
+        "--all-cells",
+        action="store_true",
+        help="roda também os exemplos e as seções opcionais (sem nota): para conferir a solução",
+    )
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"{args.folder} não é uma pasta.", file=sys.stderr)
@@ -235,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if not any(args.folder.glob("*.ipynb")):
         print(f"Nenhum .ipynb em {args.folder}.", file=sys.stderr)
         return 2
-    grade_folder(args.folder, scale=args.scale, timeout_s=args.timeout)
+    grade_folder(args.folder, scale=args.scale, timeout_s=args.timeout, all_cells=args.all_cells)
     print(f"gravados {args.folder / 'grades.csv'} e {args.folder / 'grades.md'}")
     return 0
 
