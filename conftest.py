@@ -6,15 +6,17 @@ também aos kernels que executam os notebooks.
 
 No fim da sessão, a sessão falha se ficou vivo algum processo do Ray **iniciado por ela** — e
 só esses são encerrados. "Iniciado por ela" quer dizer: descendente deste pytest, ou com a
-marca :data:`SESSION_MARK` no ambiente (todo processo filho a herda, inclusive os do Ray que um
-``ray start`` deixa órfãos). O Ray de outra pessoa na mesma máquina nunca é tocado.
-Desligue a verificação com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``.
+marca :data:`processes.SESSION_MARK` no ambiente (todo processo filho a herda, inclusive os do
+Ray que um ``ray start`` deixa órfãos). O Ray de outra pessoa na mesma máquina nunca é tocado.
+Desligue a verificação com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``. Como achar e encerrar esses
+processos está em ``tests/processes.py`` (no ``sys.path`` pelo ``pythonpath`` do pytest).
 """
 
 import os
 import secrets
 import sys
 
+import processes
 import pytest
 
 os.environ.setdefault("LABUTILS_SCALE", "smoke")
@@ -26,88 +28,9 @@ os.environ.setdefault("TFDS_DISABLE_PROGRESS_BAR", "1")
 
 # ---------------------------------------------------------------- nenhum Ray deixado para trás
 
-#: variável de ambiente que marca os processos desta sessão (herdada por todos os filhos)
-SESSION_MARK = "LABUTILS_PYTEST_SESSION"
+#: quanto esperar que os processos do Ray da sessão saiam sozinhos antes de acusá-los
+#: (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``)
 LEFTOVER_GRACE_S = 15.0
-
-
-def _ray_like(proc) -> bool:
-    """Processo do Ray: os daemons (gcs_server, raylet) ou um processo Python do Ray
-    (workers ``ray::...``, painel, agentes, ``ray start --block``)."""
-    try:
-        name = proc.name()
-        cmdline = " ".join(proc.cmdline())
-    except Exception:
-        return False
-    if name in ("gcs_server", "raylet") or cmdline.startswith("ray::"):
-        return True
-    return "/ray/" in cmdline or " ray start" in f" {cmdline}" or "/bin/ray " in cmdline
-
-
-def session_processes(mark: str, root_pid: int | None = None) -> dict:
-    """Processos vivos desta sessão: descendentes de ``root_pid`` (padrão: este processo) ou
-    com ``SESSION_MARK=mark`` no ambiente. Zumbis não contam. Devolve ``{pid: Process}``."""
-    import psutil
-
-    root = psutil.Process(root_pid or os.getpid())
-    found = {}
-    try:
-        for child in root.children(recursive=True):
-            found[child.pid] = child
-    except psutil.Error:
-        pass
-    for proc in psutil.process_iter(["pid", "uids"]):
-        if proc.pid in found or proc.pid == root.pid:
-            continue
-        try:
-            if proc.info["uids"] and proc.info["uids"].real != os.getuid():
-                continue  # de outro usuário: nem olhamos
-            if proc.environ().get(SESSION_MARK) == mark:
-                found[proc.pid] = proc
-        except psutil.Error:
-            continue
-    alive = {}
-    for pid, proc in found.items():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                alive[pid] = proc
-        except psutil.Error:
-            continue
-    return alive
-
-
-def ray_leftovers(mark: str, grace: float = LEFTOVER_GRACE_S) -> dict[int, str]:
-    """Processos do Ray desta sessão que continuam vivos depois de ``grace`` segundos
-    (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``)."""
-    import time
-
-    deadline = time.monotonic() + grace
-    while True:
-        left = {}
-        for pid, proc in session_processes(mark).items():
-            if _ray_like(proc):
-                try:
-                    left[pid] = " ".join(proc.cmdline())[:120] or proc.name()
-                except Exception:
-                    continue
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.5)
-
-
-def kill_leftovers(pids) -> None:
-    """SIGKILL só nos PIDs dados (os que :func:`ray_leftovers` achou)."""
-    import psutil
-
-    procs = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            proc.kill()
-            procs.append(proc)
-        except psutil.Error:
-            continue
-    psutil.wait_procs(procs, timeout=5)
 
 
 def _check_enabled() -> bool:
@@ -117,7 +40,7 @@ def _check_enabled() -> bool:
 def pytest_configure(config):
     # uma marca nova por sessão; um pytest dentro de outro (teste do próprio conftest) ganha
     # a sua, para não confundir os processos das duas
-    os.environ[SESSION_MARK] = secrets.token_hex(8)
+    os.environ[processes.SESSION_MARK] = secrets.token_hex(8)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -129,14 +52,14 @@ def _check_leftovers(session):
     """Falha a sessão se algum teste deixou processos do Ray vivos, e encerra só esses."""
     if not _check_enabled():
         return
-    left = ray_leftovers(os.environ[SESSION_MARK])
+    left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S)
     if not left:
         return
     listing = "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
     print(
         f"\nERRO: processos do Ray deixados pelos testes desta sessão (encerrando-os):\n{listing}"
     )
-    kill_leftovers(left)
+    processes.kill_pids(left)
     session.exitstatus = 1
 
 
@@ -146,13 +69,30 @@ def _check_leftovers(session):
 EXIT_STATUS = pytest.StashKey[int]()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Sai com o código da sessão sem o teardown das bibliotecas nativas (TF, gRPC, Ray).
-
-    Medido em 3/12/2026: numa de quatro execuções completas, com os 757 testes aprovados e o
-    resumo já impresso, o pytest morreu com "Segmentation fault" ao encerrar o interpretador, e o
-    make falhou (139). Resumo e JUnit já estão gravados aqui; só o fim do Python é pulado.
+    """Sai com o código da sessão sem o fim do interpretador (``atexit``, a coleta dos módulos,
+    os destrutores das bibliotecas nativas: TF, gRPC, Ray). É o último ``pytest_unconfigure``
+    (``trylast``): o resumo, o JUnit e o fim dos outros plugins já passaram.
     ``LABUTILS_HARD_EXIT=0`` desliga.
+
+    Por quê: em 3/12/2026, numa de quatro execuções completas (757 testes aprovados, resumo já
+    impresso), o pytest morreu com "Segmentation fault" ao encerrar o interpretador, e o make
+    falhou (139).
+
+    Procurado de novo em 5/12/2026 (Python 3.11.7, pytest 9.2.0, Ray 2.60.0, TensorFlow 2.21.0,
+    grpcio 1.85.3; 2 núcleos), com ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler``: 12 sessões
+    parciais, todas saíram com o código da sessão (0), sem falha nem trava — 3× ``test_inference``
+    + ``test_raytools``; 5× essas + ``test_tf``; ``tests -m "not slow"`` (446 testes); os lentos de
+    ``test_cluster_security``, ``test_browser``, ``test_cluster``, ``test_search_resume`` e
+    ``test_faults`` (40: clusters locais, Chromium, JupyterLab); o benchmark smoke
+    (``test_bench``); os notebooks 00 e 01 pelo nbval. O tempo fora da sessão (a partida e o
+    fim do Python) foi de 2,6–3,6 s, contra 0,6 s com esta saída; num script que só treina um
+    Keras e roda ``ray.init``/``ray.shutdown``, o fim normal leva 1,2 s (0,05 s com
+    ``os._exit``). A falha, portanto, só
+    apareceu na execução completa e a causa não foi achada: a saída fica. Para caçá-la, rode a
+    suíte inteira com ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler`` (a pilha de cada thread
+    sai no stderr se o interpretador cair).
     """
     if EXIT_STATUS in config.stash and os.environ.get("LABUTILS_HARD_EXIT", "1") != "0":
         sys.stdout.flush()

@@ -34,36 +34,48 @@ def run(
     *,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
     check: bool = True,
     shown_as: str | None = None,
     leave_running: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Roda ``cmd`` (sem shell) até ``timeout`` segundos e devolve a saída capturada.
+    """Roda ``cmd`` (sem shell, na pasta ``cwd``) até ``timeout`` segundos e devolve a saída
+    capturada.
 
-    Passou do prazo: o grupo inteiro do comando é encerrado e sobe :class:`CommandError`.
-    ``check``: código de saída diferente de zero também sobe :class:`CommandError`, com o fim
-    da saída. ``shown_as``: como o comando aparece nas mensagens (padrão: o próprio comando).
-    ``leave_running``: os processos que o comando deixou no ar ao terminar com sucesso (ex.: os
-    serviços que ``ray start`` sem ``--block`` inicia, no mesmo grupo) continuam vivos; sem
-    ele, o grupo inteiro é encerrado ao fim.
+    Passou do prazo: o grupo inteiro do comando é encerrado e sobe :class:`CommandError`, com
+    o fim do que ele escreveu até ali. ``check``: código de saída diferente de zero também sobe
+    :class:`CommandError`, com o fim da saída. ``shown_as``: como o comando aparece nas
+    mensagens (padrão: o próprio comando). ``leave_running``: os processos que o comando deixou
+    no ar ao terminar com sucesso (ex.: os serviços que ``ray start`` sem ``--block`` inicia,
+    no mesmo grupo) continuam vivos; sem ele, o grupo inteiro é encerrado ao fim.
     """
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
     shown = shown_as or " ".join(map(str, cmd))
-    proc = spawn_group(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = spawn_group(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        raise CommandError(f"`{shown}` não terminou em {timeout:g} s e foi encerrado.") from None
+        out, err = "", ""
+        with contextlib.suppress(subprocess.TimeoutExpired):  # um neto fora do grupo com a saída
+            out, err = proc.communicate(timeout=5)
+        raise CommandError(
+            f"`{shown}` não terminou em {timeout:g} s e foi encerrado.{_tail(out, err)}"
+        ) from None
     finally:
         if not (leave_running and proc.returncode == 0):
             kill_group(proc, grace=0)
     done = subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
     if check and done.returncode != 0:
-        tail = "\n".join((out + err).strip().splitlines()[-8:])
-        raise CommandError(f"`{shown}` falhou (código {done.returncode}):\n{tail}")
+        raise CommandError(f"`{shown}` falhou (código {done.returncode}):{_tail(out, err)}")
     return done
+
+
+def _tail(out: str | None, err: str | None, lines: int = 8) -> str:
+    """As últimas ``lines`` linhas da saída, numa linha nova (vazio se não houve saída)."""
+    text = "\n".join(((out or "") + (err or "")).strip().splitlines()[-lines:])
+    return f"\n{text}" if text else ""
 
 
 def spawn_group(

@@ -1,14 +1,54 @@
-"""Processos dos testes: achar e encerrar só o que um teste iniciou, sempre por PID, nunca por nome
-(o Ray de outro usuário na mesma máquina tem de sobreviver à suíte)."""
+"""Processos dos testes: rodar, achar e encerrar só o que um teste (ou esta sessão do pytest)
+iniciou, sempre por PID, nunca por nome (o Ray de outro usuário na mesma máquina tem de
+sobreviver à suíte).
+
+O que serve também ao pacote mora em :mod:`labutils.system` (rodar um comando com prazo:
+``system.run``; um grupo de processos próprio e o fim dele: ``spawn_group``/``kill_group``;
+quais PIDs ainda vivem: ``alive``); aqui fica só o que os testes precisam além disso. O
+``conftest.py`` da raiz também usa este módulo (``pythonpath`` do pytest no ``pyproject.toml``).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterable, Mapping
 
 import psutil
 
 from labutils import system
+
+# ---------------------------------------------------------------- rodar
+
+
+def run_python(
+    code: str, *, timeout: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Roda ``code`` (sem o recuo comum) num Python novo, com :func:`labutils.system.run`: num
+    grupo de processos próprio, encerrado inteiro ao fim ou ao passar de ``timeout`` segundos
+    (:class:`labutils.system.CommandError`). ``env`` soma-se ao ambiente deste processo.
+    O código de saída não é conferido: veja ``returncode``, ``stdout`` e ``stderr``."""
+    return system.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+        shown_as="python -c (código do teste)",
+    )
+
+
+def last_json(done: subprocess.CompletedProcess) -> dict:
+    """O JSON da última linha da saída de ``done``, que tem de ter terminado com código 0."""
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- achar
 
 
 def descendants(pid: int) -> set[int]:
@@ -18,32 +58,105 @@ def descendants(pid: int) -> set[int]:
     return set()
 
 
+def with_in_cmdline(text: str) -> set[int]:
+    """PIDs dos processos cuja linha de comando contém ``text`` (ex.: a pasta de um cluster)."""
+    found = set()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if text in " ".join(proc.info["cmdline"] or []):
+                found.add(proc.pid)
+    return found
+
+
+def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
+    """Falha, com ``PID linha de comando`` de cada um, se algum de ``pids`` ainda vive (zumbis
+    não contam) depois de ``wait_s`` segundos (um processo leva um instante para sair depois
+    do sinal)."""
+    left = []
+    for pid in sorted(system.alive(set(pids), wait_s=wait_s)):
+        with contextlib.suppress(psutil.Error):
+            left.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
+    assert not left, f"{what} ficaram vivos: {left}"
+
+
+# ---------------------------------------------------------------- encerrar
+
+
+def kill_pids(pids: Iterable[int], timeout: float = 5) -> None:
+    """SIGKILL em cada um dos ``pids`` (e só neles), esperando até ``timeout`` s que saiam."""
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            proc.kill()
+            procs.append(proc)
+    psutil.wait_procs(procs, timeout=timeout)
+
+
 def kill_tree(proc: subprocess.Popen | psutil.Process, timeout: float = 30) -> None:
     """SIGKILL em ``proc`` e em todos os descendentes dele, como uma máquina que desliga.
 
     A lista de descendentes é lida ANTES do sinal: depois dele, os órfãos (o Ray que um driver
     iniciou, os workers que o Ray pôs em grupos de processos próprios) já não teriam pai.
     """
-    family = []
-    for pid in descendants(proc.pid):
-        with contextlib.suppress(psutil.Error):
-            family.append(psutil.Process(pid))
+    family = descendants(proc.pid)
     with contextlib.suppress(psutil.Error):
         proc.kill()
     if isinstance(proc, subprocess.Popen):
         proc.wait(timeout=timeout)
-    for child in family:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
-    gone = {proc.pid, *(child.pid for child in family)}
-    left = system.alive(gone, wait_s=timeout)
-    assert not left, f"processos que sobreviveram ao SIGKILL: {sorted(left)}"
+    kill_pids(family)
+    assert_gone({proc.pid, *family}, "depois do SIGKILL, processos", wait_s=timeout)
 
 
-def describe(pids: set[int]) -> list[str]:
-    """``"PID linha de comando"`` de cada processo de ``pids`` ainda vivo (zumbis não contam)."""
-    out = []
-    for pid in sorted(system.alive(pids)):
+# ---------------------------------------------------------------- os processos da sessão
+
+#: variável de ambiente que marca os processos de uma sessão do pytest (herdada por todos os
+#: filhos, inclusive os do Ray que um ``ray start`` deixa órfãos); o ``conftest.py`` da raiz a
+#: define com um valor novo por sessão
+SESSION_MARK = "LABUTILS_PYTEST_SESSION"
+
+
+def session_pids(mark: str) -> set[int]:
+    """Processos vivos da sessão ``mark``: descendentes deste processo ou com
+    ``SESSION_MARK=mark`` no ambiente, só deste usuário. Zumbis não contam."""
+    root = os.getpid()
+    found = descendants(root)
+    for proc in psutil.process_iter(["pid", "uids"]):
+        if proc.pid in found or proc.pid == root:
+            continue
         with contextlib.suppress(psutil.Error):
-            out.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
-    return out
+            if proc.info["uids"] and proc.info["uids"].real != os.getuid():
+                continue  # de outro usuário: nem olhamos
+            if proc.environ().get(SESSION_MARK) == mark:
+                found.add(proc.pid)
+    return system.alive(found)
+
+
+def ray_like(proc: psutil.Process) -> bool:
+    """Processo do Ray: os daemons (gcs_server, raylet) ou um processo Python do Ray
+    (workers ``ray::...``, painel, agentes, ``ray start --block``)."""
+    try:
+        name = proc.name()
+        cmdline = " ".join(proc.cmdline())
+    except psutil.Error:
+        return False
+    if name in ("gcs_server", "raylet") or cmdline.startswith("ray::"):
+        return True
+    return "/ray/" in cmdline or " ray start" in f" {cmdline}" or "/bin/ray " in cmdline
+
+
+def ray_leftovers(mark: str, grace: float) -> dict[int, str]:
+    """Processos do Ray da sessão ``mark`` que continuam vivos depois de ``grace`` segundos
+    (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``):
+    ``{pid: linha de comando}``."""
+    deadline = time.monotonic() + grace
+    while True:
+        left = {}
+        for pid in session_pids(mark):
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if ray_like(proc):
+                    left[pid] = " ".join(proc.cmdline())[:120] or proc.name()
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.5)

@@ -11,12 +11,12 @@ import csv
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from labutils import system
 from tools.bench import inference_bench, ray_overheads, search_bench, tf_bench
 from tools.bench.report import Measurement, Report, machine_info
 
@@ -152,13 +152,12 @@ def test_measure_processes_find_tools_from_any_folder(tmp_path):
 
     env = measure_env({"LABUTILS_SCALE": "smoke"})
     assert BENCH_ROOT == ROOT and env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
-    done = subprocess.run(
+    done = system.run(
         [sys.executable, "-c", "import tools.bench.tf_measure, tools.bench.inference_bench"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
 
@@ -214,7 +213,7 @@ SMOKE_BENCH_LIMIT_S = 600
 def smoke_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     env = {**os.environ, "LABUTILS_SCALE": "smoke"}
-    proc = subprocess.run(
+    proc = system.run(
         [
             sys.executable,
             "-m",
@@ -226,11 +225,10 @@ def smoke_report(tmp_path_factory):
             "--out",
             str(out),
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=SMOKE_BENCH_LIMIT_S - 30,
+        env=env,
+        cwd=ROOT,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout

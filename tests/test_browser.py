@@ -24,8 +24,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,9 +32,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
 import pytest
-from processes import descendants, describe
+from processes import assert_gone, descendants, kill_pids
 
 from labutils import system
 
@@ -60,30 +57,6 @@ RUN_ALL_TIMEOUT_S = 120
 
 
 # ---------------------------------------------------------------- utilidades
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def terminate_tree(proc: subprocess.Popen, pids: set[int], timeout: float = 15) -> None:
-    """SIGTERM ao grupo do processo, espera, e SIGKILL no que sobrar (só nos nossos PIDs)."""
-    pids = pids | descendants(proc.pid) | {proc.pid}
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=timeout)
-    survivors = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            p = psutil.Process(pid)
-            p.kill()
-            survivors.append(p)
-    psutil.wait_procs(survivors, timeout=5)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
 
 
 INSTALL_CHROMIUM = (
@@ -132,13 +105,12 @@ def test_skipped_browser_tests_are_listed_with_the_reason(tmp_path):
     report = [a for a in addopts.split() if a.startswith("-r")]
     env = {k: v for k, v in os.environ.items() if k != "LABUTILS_REQUIRE_BROWSER"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
+    proc = system.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *report, str(test)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "SKIPPED" in proc.stdout and "sudo apt-get install chromium" in proc.stdout
@@ -160,9 +132,7 @@ def browser() -> Iterator:
             yield chromium
         finally:
             chromium.close()
-    system.alive(started, wait_s=10)
-    left = describe(started)
-    assert not left, f"processos do navegador ficaram vivos: {left}"
+    assert_gone(started, "processos do navegador")
 
 
 def code_cells(path: Path) -> int:
@@ -203,7 +173,7 @@ def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[st
     Devolve a URL (com o token) e uma função que anota os processos filhos do servidor
     (kernels), para conferir no fim que todos terminaram.
     """
-    token, port = secrets.token_hex(16), free_port()
+    token, port = secrets.token_hex(16), system.free_port()
     settings = tmp_path / "lab-settings"
     _write_lab_settings(settings)
     config = tmp_path / "config"
@@ -240,9 +210,7 @@ def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[st
     if os.geteuid() == 0:  # CI roda como root
         cmd.append("--allow-root")
     log = (tmp_path / "jupyter.log").open("w")
-    server = subprocess.Popen(
-        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    server = system.spawn_group(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     seen: set[int] = set()
     try:
@@ -260,11 +228,10 @@ def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[st
         yield f"{base}/lab?token={token}", lambda: seen.update(descendants(server.pid))
     finally:
         seen |= descendants(server.pid) | {server.pid}
-        terminate_tree(server, seen)
+        system.kill_group(server, grace=15)  # SIGTERM: o servidor encerra os kernels
+        kill_pids(seen)  # o que sobrou (os kernels ficam em grupos próprios)
         log.close()
-        system.alive(seen, wait_s=10)
-        left = describe(seen)
-        assert not left, f"processos do JupyterLab ficaram vivos: {left}"
+        assert_gone(seen, "processos do JupyterLab")
 
 
 def listed_notebooks(page) -> list[str]:

@@ -259,9 +259,12 @@ def test_join_with_a_wrong_token_is_refused_fast_in_portuguese(running, tmp_path
 
 
 @pytest.mark.slow
-def test_a_head_that_went_away_gives_a_fast_portuguese_error(running):
-    address = running.address
-    running.stop()
+def test_a_head_that_went_away_gives_a_fast_portuguese_error():
+    """Um nó principal que estava no ar e parou: um só deste teste (o da sessão segue no ar
+    para os outros, em qualquer ordem)."""
+    with cluster.LocalCluster(num_workers=0, verbose=False) as head:
+        address = head.address
+        raytools.check_reachable(address)  # no ar
     start = time.monotonic()
     with pytest.raises(ConnectionError, match="Ninguém atende"):
         raytools.init_ray(address)

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from labutils import config
+from labutils import config, system
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def _inner_pytest(folder: Path) -> subprocess.CompletedProcess:
     env = config.child_env({"LABUTILS_NBVAL_CORE": "1", "LABUTILS_CHECK_RAY_LEFTOVERS": "0"})
     cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p",
            "no:cacheprovider", "-q", "-rA", str(folder)]  # fmt: skip
-    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=240)
+    return system.run(cmd, timeout=240, env=env, cwd=folder, check=False)
 
 
 def test_core_run_fails_only_when_a_core_cell_needs_an_optional_one(tmp_path):

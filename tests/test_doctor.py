@@ -14,7 +14,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from labutils import data, doctor
+from labutils import data, doctor, system
 from labutils.doctor import FAIL, OK, WARN, Row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,14 +377,7 @@ def test_table_has_a_remedy_column():
 
 
 def test_module_runs_as_a_script():
-    import subprocess
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "labutils.doctor", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = system.run([sys.executable, "-m", "labutils.doctor", "--help"], timeout=60, check=False)
     assert proc.returncode == 0 and "--strict" in proc.stdout
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import psutil
 import pytest
 import ray
+from processes import descendants
 
 from labutils import raytools, search
 
@@ -87,9 +88,11 @@ def _kill_the_victim(report_dir: Path) -> int:
         )
         time.sleep(0.05)
     (pid,) = _pids(report_dir, VICTIM)
-    ours = {p.pid: p for p in psutil.Process().children(recursive=True)}
-    assert pid in ours, f"o PID {pid} relatado não é um worker do Ray iniciado por este teste"
-    assert ours[pid].cmdline()[0].startswith("ray::"), ours[pid].cmdline()
+    assert pid in descendants(os.getpid()), (
+        f"o PID {pid} relatado não é um worker do Ray iniciado por este teste"
+    )
+    cmdline = psutil.Process(pid).cmdline()
+    assert cmdline[0].startswith("ray::"), cmdline
     os.kill(pid, signal.SIGKILL)
     return pid
 

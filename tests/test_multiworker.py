@@ -4,49 +4,27 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from processes import descendants, run_python
 
-from labutils import multiworker
+from labutils import multiworker, system
 from labutils.multiworker import checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 
 
-def _python(code: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Roda ``code`` num Python novo, num grupo de processos próprio, morto (SIGKILL) no limite."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f"passou de {timeout} s (processos mortos com SIGKILL):\n{out[-3000:]}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out)
-
-
 # ---------------------------------------------------------------- tf-keras
 
 
 def test_use_legacy_keras_makes_tf_keras_the_keras():
-    run = _python(
+    run = run_python(
         """
         from labutils import multiworker
         multiworker.use_legacy_keras()
@@ -56,12 +34,12 @@ def test_use_legacy_keras_makes_tf_keras_the_keras():
         timeout=120,
         env={"TF_USE_LEGACY_KERAS": ""},
     )
-    assert run.returncode == 0, run.stdout
+    assert run.returncode == 0, run.stdout + run.stderr
     assert "KERAS tf_keras" in run.stdout
 
 
 def test_use_legacy_keras_after_tensorflow_asks_to_restart_the_kernel():
-    run = _python(
+    run = run_python(
         """
         import tensorflow as tf
         tf.keras.layers.Dense  # o Keras 3 já foi carregado
@@ -72,7 +50,7 @@ def test_use_legacy_keras_after_tensorflow_asks_to_restart_the_kernel():
         env={"TF_USE_LEGACY_KERAS": ""},
     )
     assert run.returncode != 0
-    assert "Reinicie o kernel" in run.stdout
+    assert "Reinicie o kernel" in run.stdout + run.stderr
 
 
 def test_runtime_env_sets_the_variable_for_workers():
@@ -321,20 +299,13 @@ def _hang(config):
 
 
 def test_launch_by_hand_kills_processes_that_hang(by_value, tmp_path):
-    import psutil
-
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = descendants(os.getpid())
     start = time.monotonic()
     with pytest.raises(TimeoutError, match="SIGKILL"):
         multiworker.launch_by_hand(_hang, {}, num_workers=2, timeout_s=3, workdir=tmp_path)
     assert time.monotonic() - start < 15
     time.sleep(0.2)
-    after = {
-        p.pid
-        for p in psutil.Process().children(recursive=True)
-        if p.status() != psutil.STATUS_ZOMBIE
-    }
-    assert after <= before
+    assert system.alive(descendants(os.getpid())) <= before
 
 
 def _boom(config):

@@ -3,7 +3,6 @@ código importa está declarado, e o que ninguém importa diz por que fica."""
 
 import ast
 import json
-import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions, version
@@ -12,6 +11,8 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from labutils import system
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,9 +111,7 @@ def test_importing_ray_does_not_compile_iri_grammars():
     code = (
         "import sys, ray; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    out = system.run([sys.executable, "-c", code], timeout=120)
     assert out.stdout.strip() == "[]", (
         f"`import ray` carregou {out.stdout.strip()}: cada worker do Ray demora ~1 s a mais para "
         "subir (veja o comentário do jsonschema em pyproject.toml)."

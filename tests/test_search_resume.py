@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from processes import kill_tree
 
-from labutils import search
+from labutils import search, system
 from labutils.search import (
     RESULT_COLUMNS,
     append_row,
@@ -68,14 +68,12 @@ def _data():
 
 def _driver(csv_path: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token"}
-    return subprocess.Popen(
+    return system.spawn_group(
         [sys.executable, "-c", DRIVER, str(csv_path), repr(GRID)],
-        cwd=ROOT,
         env=env,
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
     )
 
 

@@ -15,8 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-import psutil
 import pytest
+from processes import SESSION_MARK, kill_pids
 
 from labutils import system
 
@@ -46,13 +46,10 @@ def _fake_raylet(folder: Path) -> Path:
 @pytest.fixture
 def foreign_raylet(tmp_path):
     """Um "raylet" de outra pessoa: sem a marca da sessão, num grupo próprio."""
-    env = {k: v for k, v in os.environ.items() if k != "LABUTILS_PYTEST_SESSION"}
-    proc = subprocess.Popen(
-        [str(_fake_raylet(tmp_path / "outro_usuario")), "120"], env=env, start_new_session=True
-    )
+    env = {k: v for k, v in os.environ.items() if k != SESSION_MARK}
+    proc = system.spawn_group([str(_fake_raylet(tmp_path / "outro_usuario")), "120"], env=env)
     yield proc
-    proc.kill()
-    proc.wait(timeout=5)
+    system.kill_group(proc, grace=0)
 
 
 def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
@@ -62,7 +59,11 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
     assert "LEFTOVER_GRACE_S = 15.0" in conftest
     (inner / "conftest.py").write_text(conftest.replace("= 15.0", "= 1.0"), encoding="utf-8")
     (inner / "test_leak.py").write_text(LEAKY_TEST, encoding="utf-8")
-    env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1"}
+    # a cópia do conftest importa tests/processes.py (fora dela, o pythonpath do pyproject.toml)
+    tests = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1", "PYTHONPATH": tests}
+    # subprocess.run, não system.run: este encerraria o grupo do pytest interno ao fim, e o
+    # "raylet" deixado nele morreria mesmo se a limpeza da sessão interna falhasse
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", "."],
         cwd=inner,
@@ -80,8 +81,7 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
         assert system.alive({foreign_raylet.pid}), "a limpeza matou um Ray que não era da sessão"
         assert f"{foreign_raylet.pid}:" not in proc.stdout
     finally:
-        if system.alive({leaked}):
-            psutil.Process(leaked).kill()
+        kill_pids({leaked})
 
 
 # ---------------------------------------------------------------- nenhum teste trava a suíte
@@ -127,13 +127,12 @@ def test_a_hanging_notebook_cell_fails_by_the_notebook_timeout(tmp_path):
     (tmp_path / "trava.ipynb").write_text(json.dumps(HANGING_NOTEBOOK), encoding="utf-8")
     args = ["--nbval-lax", "--nbval-cell-timeout=120", "--nbval-kernel-startup-timeout=120"]
     args += ["-o", "timeout=300", "-o", "timeout_method=signal", "-p", "no:cacheprovider"]
-    proc = subprocess.run(
+    proc = system.run(
         [sys.executable, "-m", "pytest", "-q", *args, "trava.ipynb"],
-        cwd=tmp_path,
-        env={**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "0"},
-        capture_output=True,
-        text=True,
         timeout=200,
+        env={**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "0"},
+        cwd=tmp_path,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]

@@ -11,9 +11,13 @@ import pytest
 from labutils import system
 
 
-def test_run_returns_output_and_fails_in_portuguese_on_error():
+def test_run_returns_output_and_fails_in_portuguese_on_error(tmp_path):
     done = system.run([sys.executable, "-c", "print('oi')"], timeout=30)
     assert done.stdout.strip() == "oi" and done.returncode == 0
+    here = system.run(
+        [sys.executable, "-c", "import os; print(os.getcwd())"], timeout=30, cwd=tmp_path
+    )
+    assert here.stdout.strip() == str(tmp_path)
     with pytest.raises(system.CommandError, match=r"falhou \(código 3\)"):
         system.run([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30)
 
@@ -25,10 +29,12 @@ def test_run_past_its_timeout_kills_the_whole_group_fast(tmp_path):
         "import subprocess, sys, time;"
         "p = subprocess.Popen(['sleep', '60']);"
         f"open({str(pid_file)!r}, 'w').write(str(p.pid));"
+        "print('comecei', flush=True);"
         "time.sleep(60)"
     )
     start = time.monotonic()
-    with pytest.raises(system.CommandError, match="não terminou em 2 s"):
+    # a mensagem traz o que o comando escreveu antes de travar
+    with pytest.raises(system.CommandError, match="não terminou em 2 s(.|\n)*comecei"):
         system.run([sys.executable, "-c", script], timeout=2)
     assert time.monotonic() - start < 15
     grandchild = int(pid_file.read_text())

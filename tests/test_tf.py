@@ -6,15 +6,12 @@ Os testes que precisam de um processo novo (dividir a CPU antes de o TensorFlow 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
+from processes import last_json, run_python
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -51,20 +48,6 @@ def tiny_pairs(n: int, num_classes: int = 100, seed: int = 0) -> tf.data.Dataset
     images = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
     labels = rng.integers(0, num_classes, size=n).astype(np.int64)
     return tf.data.Dataset.from_tensor_slices((images, labels))
-
-
-def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 180) -> dict:
-    """Roda ``code`` num Python novo e devolve o JSON da última linha da saída."""
-    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------- dados
@@ -355,7 +338,7 @@ def test_plot_training_and_summary_table_show_both_approaches():
 
 
 def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_init():
-    result = run_python(
+    done = run_python(
         """
         import json, os
         from labutils.tf.devices import setup_devices, DevicesAlreadyInitializedError
@@ -377,8 +360,10 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
                           "devices": devices.num_replicas, "again": again, "loss": loss,
                           "message": message}))
         """,
+        timeout=180,
         env={"CUDA_VISIBLE_DEVICES": ""},
     )
+    result = last_json(done)
     assert result["kind"] == "cpu"
     assert result["replicas"] == result["devices"] == result["again"] == 2
     assert np.isfinite(result["loss"])
@@ -387,7 +372,7 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
 
 def test_create_model_and_pipeline_work_under_legacy_tf_keras():
     """Lição 07 usa estas funções com TF_USE_LEGACY_KERAS=1 (tf-keras 2.21)."""
-    result = run_python(
+    done = run_python(
         """
         import json, warnings
         import numpy as np
@@ -408,8 +393,10 @@ def test_create_model_and_pipeline_work_under_legacy_tf_keras():
                           "epochs_timed": len(timer.epoch_seconds),
                           "eval": model.evaluate(test, verbose=0)}))
         """,
+        timeout=180,
         env={"TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""},
     )
+    result = last_json(done)
     assert result["module"].startswith("tf_keras"), result["module"]
     assert all(np.isfinite(result["loss"])) and result["check"].startswith("ok")
     assert result["epochs_timed"] == 2 and len(result["eval"]) == 2
