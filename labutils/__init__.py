@@ -10,13 +10,16 @@ Cada módulo cuida de um assunto:
 - ``raytools``: iniciar ou conectar ao Ray com padrões sensatos;
 - ``cluster`` (pacote; ``python -m labutils.cluster``): nó principal, workers, cluster local e
   autoscaler com ``ray start`` (lição 04);
-- ``search`` e ``plots``: busca de hiperparâmetros (a grade, o treino, a fila de tarefas, a
-  floresta em blocos, os resultados gravados) e seus gráficos (lição 02);
+- ``search``: busca de hiperparâmetros (a grade, o treino, a fila de tarefas, a floresta em
+  blocos, os resultados gravados) (lição 02);
+- ``plots``: os gráficos das lições 02 e 05;
 - ``tuning``: a mesma busca com Ray Tune e com ``GridSearchCV`` no Ray (lição 03);
-- ``tf`` (``devices``, ``data``, ``model``, ``timing``, ``plots``): TensorFlow (lições 05 a 07);
-- ``multiworker`` (planejar, lançar, à mão, checkpoints, autoverificações): o exercício
-  multi-worker (lição 07). O gerador do notebook do aluno fica fora do pacote, em
-  ``tools/make_student_notebook.py``;
+- ``tf``: TensorFlow das lições 05 a 07 (dispositivos, pipeline ``tf.data``, a CNN, medidas do
+  treino);
+- ``inference``: a inferência em lote (lição 06);
+- ``multiworker`` (tf-keras, planejar os workers, o checkpoint, o treino à mão) e
+  ``multiworker.checks`` (as autoverificações): o exercício multi-worker (lição 07). O gerador
+  do notebook do aluno fica fora do pacote, em ``tools/make_student_notebook.py``;
 - ``doctor``: diagnóstico do ambiente e minutos de cada lição nesta máquina (lição 00).
 
 Os módulos são importados sob demanda para que ``import labutils`` seja rápido

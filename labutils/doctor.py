@@ -643,7 +643,7 @@ import json, os, sys, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
-from labutils.tf.model import create_model
+from labutils.tf import create_model
 seconds = float(sys.argv[1])
 gpus = tf.config.list_physical_devices("GPU")
 model = create_model(100)

@@ -35,28 +35,13 @@ Preds = tuple[np.ndarray, np.ndarray]
 IO_CPUS = 1.0
 
 
-def model_path() -> Path:
-    """Onde a lição 05 grava o modelo treinado (``save_lesson_model``) e a lição 06 o procura."""
-    from labutils.tf.model import lesson_model_path
-
-    return lesson_model_path()
-
-
-def save_model(model: Any, path: Path) -> Path:
-    """Grava o modelo em ``path`` sem nunca deixar um arquivo pela metade com o nome final."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.stem}-{os.getpid()}-parcial.keras")
-    model.save(partial)
-    os.replace(partial, path)
-    return path
-
-
 def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tuple[Any, str]:
     """``(modelo, de onde veio)``: o da lição 05 se existir; senão um treino rápido, salvo à parte."""
     import tensorflow as tf
 
-    path = Path(path) if path else model_path()
+    from labutils.tf import create_model, get_data, lesson_model_path, save_lesson_model
+
+    path = Path(path) if path else lesson_model_path()
     quick = path.with_name(f"{path.stem}_rapido_{sizes(scale).scale}.keras")
     for found, origin in ((path, "salvo pela lição 05"), (quick, "do treino rápido anterior")):
         try:  # arquivo ausente, truncado ou de outra versão: segue para o próximo / treina
@@ -64,8 +49,6 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
         except Exception:  # noqa: S112
             continue
     from labutils.data import load_cifar100
-    from labutils.tf.data import get_data
-    from labutils.tf.model import create_model
 
     size = sizes(scale)
     cifar = load_cifar100(size.scale)
@@ -75,7 +58,7 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     with warnings.catch_warnings():  # o get_data já embaralha; o aviso do fit não se aplica
         warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
         model.fit(train, epochs=size.inference_train_epochs, verbose=0)
-    save_model(model, quick)
+    save_lesson_model(model, quick)
     return model, (
         f"{path} não existe (rode a lição 05 antes para usar o modelo dela): treinei "
         f"{size.inference_train_epochs} época(s) rápida(s) em {cifar.num_train} imagens "

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,26 @@ def test_speedup_agrees_with_the_printed_medians_for_even_repeats():
     ray_overheads._add_pair(report, "x", ("a", [1.0, 3.0]), ("b", [1.0, 1.5, 2.0, 9.0]), "")
     first, second = report.rows
     assert second.speedup == pytest.approx(first.median / second.median)
+
+
+# ---------------------------------------------------------------- o treino multi-worker com prazo
+
+
+class _FakeTrainer:
+    def __init__(self, fit):
+        self.fit = fit
+
+
+def test_multiworker_fit_returns_the_result_or_times_out_instead_of_hanging():
+    from tools.bench.tf_measure import fit_with_timeout
+
+    assert fit_with_timeout(_FakeTrainer(lambda: "ok"), 5) == "ok"
+    with pytest.raises(ZeroDivisionError):  # o erro do treino passa como é
+        fit_with_timeout(_FakeTrainer(lambda: 1 / 0), 5)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="ray.shutdown"):
+        fit_with_timeout(_FakeTrainer(lambda: time.sleep(30)), 0.5)
+    assert time.monotonic() - start < 3
 
 
 # ---------------------------------------------------------------- fora do pacote dos alunos

@@ -159,16 +159,6 @@ def test_todo_is_friendly_and_survives_pickle():
     assert type(again) is checks.TodoNotDone and str(again) == str(err)
 
 
-def test_check_global_batch():
-    checks.check_global_batch(lambda per_worker, workers: per_worker * workers)
-    with pytest.raises(checks.TodoNotDone, match="ainda não terminado"):
-        checks.check_global_batch(lambda b, n: checks.todo(2, "x"))
-    with pytest.raises(checks.TodoNotDone, match="ainda não terminado"):
-        checks.check_global_batch(...)
-    with pytest.raises(checks.CheckFailed, match="esperado 128"):
-        checks.check_global_batch(lambda per_worker, workers: per_worker)
-
-
 def test_check_scaling_config():
     from ray.train import ScalingConfig
 

@@ -30,9 +30,8 @@ from labutils import config as lab_config  # noqa: E402
 from labutils import multiworker  # noqa: E402
 from labutils.data import load_cifar100  # noqa: E402
 from labutils.multiworker import checks  # noqa: E402
-from labutils.multiworker.worker_checks import _numbered  # noqa: E402
-from labutils.tf.data import get_data, split_validation  # noqa: E402
-from labutils.tf.model import create_model  # noqa: E402
+from labutils.multiworker.checks import _numbered  # noqa: E402
+from labutils.tf import create_model, get_data, split_validation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
@@ -288,7 +287,7 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
     """Os casos da verificação do TODO 3 conferidos sem iniciar processos, com o que os workers
     anotariam: um worker que não treinou, report sem checkpoint, sem as métricas, sem o modelo no
     rank 0, e pesos diferentes depois do passo (que os erros acima não alcançam: são pegos antes)."""
-    from labutils.multiworker.loop_check import _EXAMPLES, _verdict
+    from labutils.multiworker.checks import _EXAMPLES, _verdict
 
     ids = list(range(_EXAMPLES // 10, _EXAMPLES))
     fit = {"strategy": "MultiWorkerMirroredStrategy", "replicas": 2, "batch": 128}
@@ -321,7 +320,7 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
 def _worker_epoch(worker_datasets, num_workers: int, index: int, total: int) -> tuple[list, list]:
     """Os números vistos numa época pelo worker ``index``, montando os dados como o
     ``train_epochs`` da solução: validação separada do treino, depois ``worker_datasets``."""
-    from labutils.multiworker.worker_checks import _as_the_strategy_sees_it
+    from labutils.multiworker.checks import _as_the_strategy_sees_it
 
     train, val = split_validation(_numbered(0, total), total)
     made = worker_datasets(

@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from labutils import inference, raytools
-from labutils.tf.model import create_model
+from labutils.tf import create_model, save_lesson_model
 from tools.bench import inference_runs
 
 N_IMAGES = 96
@@ -54,14 +54,8 @@ def test_check_same_labels_goes_red_on_any_difference():
         inference.check_same_labels(ref, (ref[0][:4], ref[1][:4]), "curto")
 
 
-def test_model_path_is_where_lesson_05_saves():
-    from labutils.tf.model import lesson_model_path
-
-    assert inference.model_path() == lesson_model_path()
-
-
 def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
-    path = inference.save_model(model, tmp_path / "m.keras")
+    path = save_lesson_model(model, tmp_path / "m.keras")
     assert path.exists() and not list(tmp_path.glob(".*parcial*"))
     again = inference.model_from_bytes(path.read_bytes())
     expected = inference.predict_labels(model, images, BATCH)
@@ -71,7 +65,7 @@ def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
 
 
 def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, model):
-    saved = inference.save_model(model, tmp_path / "salvo" / "cifar100_cnn.keras")
+    saved = save_lesson_model(model, tmp_path / "salvo" / "cifar100_cnn.keras")
     _, origin = inference.load_or_train("smoke", path=saved)
     assert "salvo pela lição 05" in origin
     missing = tmp_path / "vazio" / "cifar100_cnn.keras"

@@ -15,7 +15,7 @@ from processes import last_json, run_python
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from labutils.tf.devices import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
+from labutils.tf import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
 
 try:  # outros testes deste processo podem já ter inicializado o TensorFlow
     setup_devices(2)
@@ -24,20 +24,19 @@ except DevicesAlreadyInitializedError:
 
 import tensorflow as tf  # noqa: E402
 
-from labutils.tf.data import (  # noqa: E402
-    get_data,
-    global_batch_size,
-    normalize_images,
-    split_validation,
-)
-from labutils.tf.model import (  # noqa: E402
+from labutils.plots import Run, plot_training, summary_table  # noqa: E402
+from labutils.tf import (  # noqa: E402
+    EpochTimer,
+    GpuSampler,
     check_loss_activation,
     create_model,
+    get_data,
+    global_batch_size,
     lesson_model_path,
+    normalize_images,
     save_lesson_model,
+    split_validation,
 )
-from labutils.tf.plots import Run, plot_training, summary_table  # noqa: E402
-from labutils.tf.timing import EpochTimer, GpuSampler  # noqa: E402
 
 SOFTMAX_WARNING = ".*Softmax activation.*"
 
@@ -174,7 +173,7 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     """Com uma GPU só (simulada), a lição 05 ainda mostra duas réplicas: 2 GPUs lógicas."""
     from types import SimpleNamespace
 
-    from labutils.tf import devices as dev
+    from labutils.tf import LOGICAL_GPU_MEMORY_MB
 
     gpu = SimpleNamespace(name="/physical_device:GPU:0")
     split = []
@@ -191,7 +190,7 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     )
     devices = setup_devices(2)
     assert devices.kind == "gpu" and devices.num_replicas == 2
-    assert [c.memory_limit for c in split[-1]] == [dev.LOGICAL_GPU_MEMORY_MB] * 2
+    assert [c.memory_limit for c in split[-1]] == [LOGICAL_GPU_MEMORY_MB] * 2
     assert "1 GPU física dividida em 2 GPUs lógicas" in devices.describe()
 
 
@@ -341,10 +340,10 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
     done = run_python(
         """
         import json, os
-        from labutils.tf.devices import setup_devices, DevicesAlreadyInitializedError
+        from labutils.tf import setup_devices, DevicesAlreadyInitializedError
         devices = setup_devices(2)
         import tensorflow as tf
-        from labutils.tf.model import create_model
+        from labutils.tf import create_model
         strategy = tf.distribute.MirroredStrategy()
         with strategy.scope():
             model = create_model(num_classes=10)
@@ -377,9 +376,7 @@ def test_create_model_and_pipeline_work_under_legacy_tf_keras():
         import json, warnings
         import numpy as np
         import tensorflow as tf
-        from labutils.tf.data import get_data
-        from labutils.tf.model import check_loss_activation, create_model
-        from labutils.tf.timing import EpochTimer
+        from labutils.tf import EpochTimer, check_loss_activation, create_model, get_data
         warnings.filterwarnings("error", message=".*Softmax activation.*")
         rng = np.random.default_rng(0)
         pairs = tf.data.Dataset.from_tensor_slices(

@@ -10,7 +10,7 @@ echo "== máquina"; date -u; nvidia-smi --query-gpu=name,memory.total,driver_ver
 echo "== TensorFlow"
 $PY - <<'PY'
 import tensorflow as tf
-from labutils.tf.devices import setup_devices
+from labutils.tf import setup_devices
 devices = setup_devices(2)
 print(devices.describe())
 strategy = tf.distribute.MirroredStrategy()

@@ -1,53 +1,452 @@
-"""O exercício multi-worker (lição 07): Ray Train + ``MultiWorkerMirroredStrategy``.
+"""O exercício multi-worker (lição 07): o que não é o assunto dela, para rodá-lo.
 
-Cada módulo faz uma coisa:
+Uma seção por assunto, nesta ordem:
 
-- :mod:`~labutils.multiworker.legacy_keras`: o tf-keras que a estratégia exige no ``model.fit``;
-- :mod:`~labutils.multiworker.plan`: o cluster comporta os workers pedidos? (falha na hora);
-- :mod:`~labutils.multiworker.workers`: o que cada worker usou, gravado no checkpoint; retomar;
-- :mod:`~labutils.multiworker.launch`: achar um TODO pendente; ``trainer.fit()`` com prazo (o
-  benchmark usa; no notebook, o ``fit`` é do aluno);
-- :mod:`~labutils.multiworker.by_hand` (e ``worker_process``, o processo de cada worker): o
-  mesmo treino sem Ray, com ``TF_CONFIG`` à mão;
-- :mod:`~labutils.multiworker.checks` (e ``worker_checks``, ``loop_check``, ``feedback``): as
-  autoverificações do notebook do aluno e as suas mensagens.
+- **tf-keras**: o Keras 2 que a ``MultiWorkerMirroredStrategy`` exige no ``model.fit``
+  (:func:`use_legacy_keras`, :func:`runtime_env`);
+- **planejar os workers**: o cluster comporta os workers pedidos? Falha na hora, em português,
+  em vez de o Ray Train esperar para sempre (:func:`plan_workers`);
+- **o checkpoint**: o que cada worker recebeu e usou, gravado na pasta do checkpoint, e a
+  retomada do treino de um checkpoint (:func:`save_checkpoint`, :func:`resume`,
+  :func:`read_workers`, :func:`workers_table`);
+- **o treino à mão**: o mesmo treino sem Ray, N processos locais, cada um com o seu
+  ``TF_CONFIG`` (:func:`launch_by_hand`).
 
-Os nomes mais usados ficam aqui (``multiworker.plan_workers``...). Nenhum destes módulos importa
-o TensorFlow ao ser importado: ``use_legacy_keras()`` precisa rodar antes.
+As autoverificações do notebook do aluno ficam em :mod:`labutils.multiworker.checks`; a função
+de treino e o ``trainer.fit()`` ficam nas células. Este módulo não importa o TensorFlow ao ser
+importado: ``use_legacy_keras()`` precisa rodar antes.
 """
 
-from labutils.multiworker.by_hand import launch_by_hand, tf_configs
-from labutils.multiworker.launch import fit_timeout_s, pending_todo, run_trainer
-from labutils.multiworker.legacy_keras import LEGACY_KERAS_ENV, runtime_env, use_legacy_keras
-from labutils.multiworker.plan import WorkerPlan, plan_workers
-from labutils.multiworker.workers import (
-    checkpoint_epoch,
-    describe_worker,
-    read_workers,
-    resume,
-    save_checkpoint,
-    strategy_name,
-    workers_table,
-    write_worker,
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labutils import config as lab_config
+from labutils import system
+
+
+def _check_count(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} deve ser um inteiro >= 1, recebi {value!r}.")
+
+
+# ---------------------------------------------------------------- tf-keras
+#
+# O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585).
+# O TensorFlow usa o tf-keras em ``tf.keras`` quando ``TF_USE_LEGACY_KERAS=1`` está no ambiente
+# ANTES do import.
+
+LEGACY_KERAS_ENV = {"TF_USE_LEGACY_KERAS": "1"}
+
+
+def use_legacy_keras() -> None:
+    """Faz ``tf.keras`` ser o tf-keras (Keras 2) neste processo. Chame antes de importar o TF."""
+    import importlib.util
+
+    if importlib.util.find_spec("tf_keras") is None:
+        raise RuntimeError(
+            "O pacote tf-keras não está instalado: `pip install tf-keras==2.21.0` "
+            "(ou `make setup`). Sem ele o MultiWorkerMirroredStrategy não funciona no model.fit."
+        )
+    os.environ.update(LEGACY_KERAS_ENV)
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and not getattr(tf.keras, "__name__", "").startswith("tf_keras"):
+        raise RuntimeError(
+            "O TensorFlow já foi importado neste kernel com o Keras 3, e TF_USE_LEGACY_KERAS só "
+            "vale se definida ANTES do import. Reinicie o kernel (Kernel → Restart) e rode as "
+            "células a partir do início."
+        )
+
+
+def runtime_env() -> dict[str, Any]:
+    """``runtime_env`` do Ray para os workers: a variável chega antes do import do TF."""
+    return {"env_vars": dict(LEGACY_KERAS_ENV)}
+
+
+# ---------------------------------------------------------------- planejar os workers
+#
+# Se o cluster não comporta o que foi pedido, o Ray Train ficaria esperando para sempre por
+# recursos que não existem: :func:`plan_workers` falha na hora e decide ``use_gpu``.
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """Quantos workers, com quais recursos, e em quais nós eles cabem."""
+
+    num_workers: int
+    use_gpu: bool
+    resources_per_worker: dict[str, float]
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: quantos workers desses o cluster comporta ao todo
+    capacity: int = 0
+    #: se um nó qualquer cair, os ``num_workers`` ainda cabem nos nós que sobram?
+    survives_node_loss: bool = False
+
+
+def _alive_nodes() -> list[dict[str, Any]]:
+    import ray
+
+    return [
+        {
+            "node_id": node["NodeID"],
+            "ip": node.get("NodeManagerAddress"),
+            "CPU": float(node.get("Resources", {}).get("CPU", 0.0)),
+            "GPU": float(node.get("Resources", {}).get("GPU", 0.0)),
+        }
+        for node in ray.nodes()
+        if node.get("Alive")
+    ]
+
+
+def _fits(nodes: list[dict[str, Any]], need: dict[str, float]) -> int:
+    """Quantos workers com os recursos ``need`` cabem, somando nó a nó."""
+    total = 0
+    for node in nodes:
+        per_node = [int(node.get(k, 0.0) // v) for k, v in need.items() if v > 0]
+        total += min(per_node) if per_node else 0
+    return total
+
+
+def plan_workers(
+    num_workers: int,
+    *,
+    use_gpu: bool | None = None,
+    cpus_per_worker: float = 1.0,
+    wait_s: float = 15.0,
+) -> WorkerPlan:
+    """Confere se o cluster Ray conectado comporta ``num_workers`` workers e devolve o plano.
+
+    ``use_gpu=None`` usa GPU quando o cluster tem ao menos uma por worker. Falha na hora
+    (``RuntimeError``, em português) quando os workers não cabem no cluster; se cabem mas os
+    recursos estão ocupados, espera até ``wait_s`` segundos antes de falhar.
+    """
+    import ray
+
+    _check_count("num_workers", num_workers)
+    if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, int | float):
+        raise ValueError(f"cpus_per_worker deve ser um número, recebi {cpus_per_worker!r}.")
+    if not cpus_per_worker > 0:
+        raise ValueError(f"cpus_per_worker deve ser positivo, recebi {cpus_per_worker!r}.")
+    if not isinstance(wait_s, int | float) or wait_s < 0:
+        raise ValueError(f"wait_s deve ser um número de segundos >= 0, recebi {wait_s!r}.")
+    if not ray.is_initialized():
+        raise RuntimeError("O Ray não está iniciado: rode antes a célula com init_ray(...).")
+    nodes = _alive_nodes()
+    gpus = sum(n["GPU"] for n in nodes)
+    if use_gpu is None:
+        use_gpu = gpus >= num_workers
+    need = {"CPU": float(cpus_per_worker)}
+    if use_gpu:
+        need["GPU"] = 1.0
+    fits = _fits(nodes, need)
+    listing = ", ".join(f"{n['ip']} ({n['CPU']:g} CPU, {n['GPU']:g} GPU)" for n in nodes)
+    if fits < num_workers:
+        raise RuntimeError(
+            f"Pedido: {num_workers} workers com {need} cada, mas o cluster só comporta {fits} "
+            f"({len(nodes)} nó(s): {listing}).\nO Ray Train ficaria esperando para sempre. "
+            "Diminua num_workers, use menos CPU por worker (cpus_per_worker=0.5), "
+            + ("use use_gpu=False, " if use_gpu else "")
+            + "ou junte mais nós ao cluster (`ray start --address=...`)."
+        )
+    deadline = time.monotonic() + wait_s
+    while True:  # cabe no cluster; os recursos estão livres agora?
+        free = ray.available_resources()
+        if all(free.get(k, 0.0) + 1e-9 >= v * num_workers for k, v in need.items()):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"O cluster comporta {num_workers} workers, mas os recursos estão ocupados agora "
+                f"(livres: CPU={free.get('CPU', 0):g}, GPU={free.get('GPU', 0):g}). Espere os "
+                "outros trabalhos terminarem (veja o dashboard) e tente de novo."
+            )
+        time.sleep(0.5)
+    # para recomeçar depois da queda de um nó, os workers têm de caber sem o nó mais forte
+    without_biggest = sorted(nodes, key=lambda n: _fits([n], need))[:-1]
+    survives = _fits(without_biggest, need) >= num_workers
+    return WorkerPlan(num_workers, bool(use_gpu), need, nodes, fits, survives)
+
+
+# ---------------------------------------------------------------- o checkpoint
+#
+# ``worker_<rank>.json`` na pasta do checkpoint (o Ray Train junta os arquivos de todos os workers
+# numa pasta só): o ``TF_CONFIG``, o nó e a estratégia **que o modelo usa**, e a época gravada,
+# de onde o treino recomeça.
+
+WORKER_FILE = "worker_{rank}.json"
+
+
+def strategy_name(strategy: Any) -> str:
+    """Nome público da estratégia (``tf.distribute.X``): a classe da MultiWorkerMirroredStrategy
+    chama-se internamente ``CollectiveAllReduceStrategy``."""
+    tf = sys.modules.get("tensorflow")
+    for public in ("MultiWorkerMirroredStrategy", "MirroredStrategy", "OneDeviceStrategy"):
+        cls = getattr(getattr(tf, "distribute", None), public, None)
+        if cls is not None and type(strategy) is cls:
+            return public
+    name = type(strategy).__name__
+    return "padrão (fora de strategy.scope())" if name == "_DefaultDistributionStrategy" else name
+
+
+def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
+    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO.
+
+    A estratégia vem de ``model.distribute_strategy``, a que o modelo realmente usa: um modelo
+    criado fora de ``strategy.scope()`` aparece com a estratégia padrão (sem réplicas
+    sincronizadas), mesmo que uma ``MultiWorkerMirroredStrategy`` exista no processo.
+    """
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None:
+        raise TypeError(
+            f"describe_worker recebe o modelo Keras treinado (com .distribute_strategy), "
+            f"recebi {type(model).__name__}."
+        )
+    tf_config = lab_config.tf_config()
+    info: dict[str, Any] = {
+        "rank": tf_config.get("task", {}).get("index"),
+        "tf_config": tf_config,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "node_id": None,
+        "strategy": strategy_name(strategy),
+        "replicas": int(strategy.num_replicas_in_sync),
+        "global_batch": int(global_batch),
+    }
+    try:
+        import ray
+
+        if ray.is_initialized():
+            info["node_id"] = ray.get_runtime_context().get_node_id()
+            info["rank"] = ray.train.get_context().get_world_rank()
+    except Exception:  # fora do Ray (treino "à mão"): fica o que o TF_CONFIG diz
+        pass
+    return info
+
+
+def write_worker(directory: str | os.PathLike, info: dict[str, Any]) -> Path:
+    """Grava ``info`` como ``worker_<rank>.json`` em ``directory`` (a pasta do checkpoint)."""
+    path = Path(directory) / WORKER_FILE.format(rank=info["rank"])
+    path.write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return path
+
+
+def save_checkpoint(
+    directory: str | os.PathLike, model: Any, *, epoch: int, global_batch: int
+) -> dict[str, Any]:
+    """Prepara a pasta do checkpoint de uma época, em QUALQUER worker: o modelo e o worker.
+
+    Salvar sob a ``MultiWorkerMirroredStrategy`` é uma operação coletiva: todos os workers chamam
+    ``model.save``; só o rank 0 salva em ``directory`` (``model.keras``), os outros numa pasta
+    descartável. Cada worker grava ali o seu ``worker_<rank>.json`` (:func:`describe_worker`,
+    com a época). Devolve essa descrição. O ``ray.train.report`` continua com quem chama.
+    """
+    info = {**describe_worker(model, global_batch), "epoch": int(epoch)}
+    with tempfile.TemporaryDirectory() as scratch:
+        target = directory if info["rank"] in (0, None) else scratch
+        model.save(os.path.join(target, "model.keras"))
+    write_worker(directory, info if info["rank"] is not None else {**info, "rank": 0})
+    return info
+
+
+def checkpoint_epoch(directory: str | os.PathLike) -> int:
+    """A última época completa gravada num checkpoint (o ``epoch`` do ``worker_0.json``).
+
+    Ao retomar depois de uma falha, o treino continua na época seguinte a esta.
+    """
+    path = Path(directory) / WORKER_FILE.format(rank=0)
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["epoch"])
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise ValueError(
+            f"O checkpoint em {directory} não diz a época ({path.name} sem 'epoch'): grave "
+            "{**info, 'epoch': ...} com multiworker.write_worker antes do ray.train.report."
+        ) from err
+
+
+def resume(checkpoint: Any, strategy: Any) -> tuple[Any, int]:
+    """Retoma o treino de um ``ray.train.Checkpoint`` deste exercício: ``(modelo, próxima época)``.
+
+    Carrega o ``model.keras`` com ``tf.keras.models.load_model`` (pesos **e** estado do
+    otimizador; ``load_weights`` perderia o otimizador) dentro de ``strategy.scope()``, para que
+    as variáveis nasçam espelhadas, e lê a época gravada (:func:`checkpoint_epoch`).
+    """
+    import tensorflow as tf
+
+    if not hasattr(checkpoint, "as_directory"):
+        raise TypeError(f"checkpoint deve ser um ray.train.Checkpoint, recebi {checkpoint!r}.")
+    with checkpoint.as_directory() as directory, strategy.scope():
+        path = Path(directory) / "model.keras"
+        if not path.exists():
+            raise ValueError(
+                f"O checkpoint em {directory} não tem model.keras (só o rank 0 o grava)."
+            )
+        model = tf.keras.models.load_model(path)
+        return model, checkpoint_epoch(directory) + 1
+
+
+def read_workers(checkpoint: Any) -> list[dict[str, Any]]:
+    """Lê os ``worker_<rank>.json`` de um ``ray.train.Checkpoint`` (ou de uma pasta)."""
+    if hasattr(checkpoint, "as_directory"):
+        with checkpoint.as_directory() as directory:
+            return read_workers(directory)
+    files = sorted(Path(checkpoint).glob(WORKER_FILE.format(rank="*")))
+    infos = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    return sorted(infos, key=lambda i: i["rank"])
+
+
+def workers_table(infos: list[dict[str, Any]]) -> Any:
+    """Tabela (pandas): um worker por linha, com o TF_CONFIG que recebeu e o nó onde rodou."""
+    import pandas as pd
+
+    rows = []
+    for info in infos:
+        cfg = info.get("tf_config", {})
+        rows.append(
+            {
+                "rank": info["rank"],
+                "nó": (info.get("node_id") or "-")[:12],
+                "host/pid": f"{info.get('host')}/{info.get('pid')}",
+                "TF_CONFIG task": json.dumps(cfg.get("task")),
+                "TF_CONFIG cluster.worker": ", ".join(cfg.get("cluster", {}).get("worker", [])),
+                "estratégia": info.get("strategy"),
+                "réplicas": info.get("replicas"),
+                "lote global": info.get("global_batch"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- o treino à mão
+#
+# É o que o Ray Train automatiza: serializar a função (cloudpickle), abrir um processo por worker,
+# dar a cada um o seu ``TF_CONFIG`` e recolher os resultados. Processos e portas vêm de
+# :mod:`labutils.system` (um grupo de processos por worker, encerrado inteiro no fim).
+
+
+#: o processo de cada worker: ``python -c _WORKER_MAIN PASTA ÍNDICE``
+_WORKER_MAIN = (
+    "import sys; from labutils.multiworker import _run_job; sys.exit(_run_job(*sys.argv[1:3]))"
 )
 
-__all__ = [
-    "LEGACY_KERAS_ENV",
-    "WorkerPlan",
-    "checkpoint_epoch",
-    "describe_worker",
-    "fit_timeout_s",
-    "launch_by_hand",
-    "pending_todo",
-    "plan_workers",
-    "read_workers",
-    "resume",
-    "run_trainer",
-    "runtime_env",
-    "save_checkpoint",
-    "strategy_name",
-    "tf_configs",
-    "use_legacy_keras",
-    "workers_table",
-    "write_worker",
-]
+
+def fit_timeout_s() -> float:
+    """Limite de tempo de um treino multi-worker (a escala ``smoke`` não pode travar o CI)."""
+    return lab_config.pick(full=4 * 3600.0, smoke=420.0)
+
+
+def tf_configs(num_workers: int) -> list[dict[str, Any]]:
+    """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
+    _check_count("num_workers", num_workers)
+    workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
+    return [
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
+        for i in range(num_workers)
+    ]
+
+
+def launch_by_hand(
+    fn: Callable[[dict], Any],
+    config: dict[str, Any],
+    num_workers: int = 2,
+    timeout_s: float | None = None,
+    workdir: str | os.PathLike | None = None,
+    raise_on_error: bool = True,
+) -> list[dict[str, Any]]:
+    """Roda ``fn(config)`` em ``num_workers`` processos Python locais, cada um com seu TF_CONFIG.
+
+    Todos os processos são mortos (SIGKILL) se passarem de ``timeout_s``: um worker cujo par não sobe trava para sempre.
+    Devolve, por worker: ``tf_config``, ``returncode``, ``seconds``, ``value`` (o retorno de fn).
+    Se um worker termina com erro, os outros são encerrados na hora (o par dele esperaria para
+    sempre) e sobe ``RuntimeError`` com o fim do log dele; com ``raise_on_error=False``, devolve
+    as linhas mesmo assim (``error``: o traceback de quem falhou, ``None`` nos outros). Os logs
+    de cada processo ficam em ``workdir`` (padrão: uma pasta temporária nova), que é apagada quando tudo dá certo.
+    Cada processo roda :func:`_run_job` (:data:`_WORKER_MAIN`).
+    """
+    from ray import cloudpickle  # o mesmo serializador que o Ray usa
+
+    if not callable(fn):
+        raise TypeError(f"fn deve ser a função de treino de cada worker, recebi {fn!r}.")
+    _check_count("num_workers", num_workers)
+    if timeout_s is not None and not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise ValueError(f"timeout_s deve ser um número de segundos > 0, recebi {timeout_s!r}.")
+    timeout_s = fit_timeout_s() if timeout_s is None else timeout_s
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="labutils-byhand-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))
+    procs = []
+    start = time.monotonic()
+    for i, cfg in enumerate(tf_configs(num_workers)):
+        env = lab_config.child_env({**LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)})
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
+        cmd = [sys.executable, "-c", _WORKER_MAIN, str(workdir), str(i)]
+        procs.append((cfg, log, system.spawn_group(cmd, env=env, stdout=log, stderr=log)))
+    results: dict[int, dict[str, Any]] = {}
+    try:
+        while len(results) < len(procs):  # de olho em todos: um que falha encerra os outros
+            for i, (cfg, _log, proc) in enumerate(procs):
+                if i in results or proc.poll() is None:
+                    continue
+                out = workdir / f"result_{i}.pkl"
+                value = cloudpickle.loads(out.read_bytes()) if out.exists() else None
+                error = workdir / f"error_{i}.txt"
+                results[i] = {
+                    "error": error.read_text(errors="replace") if error.exists() else None,
+                    "tf_config": cfg,
+                    "returncode": proc.returncode,
+                    "seconds": round(time.monotonic() - start, 1),
+                    "value": value,
+                }
+            if any(r["returncode"] != 0 for r in results.values()):
+                break  # o par de um worker que caiu esperaria para sempre
+            if len(results) < len(procs):
+                if time.monotonic() - start > timeout_s:
+                    raise TimeoutError(
+                        f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
+                        f"Logs em {workdir}."
+                    )
+                time.sleep(0.05)
+    finally:
+        for _cfg, log, proc in procs:  # um worker cujo par não sobe ignora o SIGTERM
+            system.kill_group(proc, grace=0)
+            log.close()
+    failed = [r for _, r in sorted(results.items()) if r["returncode"] != 0]
+    if failed and raise_on_error:
+        index = failed[0]["tf_config"]["task"]["index"]
+        log = (workdir / f"worker_{index}.log").read_text(errors="replace")
+        tail = (log + (failed[0]["error"] or ""))[-2000:]
+        raise RuntimeError(
+            f"O worker {index} terminou com erro (código {failed[0]['returncode']}):\n{tail}"
+        )
+    shutil.rmtree(workdir, ignore_errors=True)  # terminou: os logs não são mais necessários
+    empty = {"error": None, "returncode": None, "seconds": None, "value": None}
+    return [results.get(i, {**empty, "tf_config": procs[i][0]}) for i in range(len(procs))]
+
+
+def _run_job(workdir: str, index: str) -> int:
+    """Um worker "à mão": roda a função gravada em ``PASTA/job.pkl`` e grava o retorno.
+
+    O retorno vai para ``PASTA/result_ÍNDICE.pkl``; se a função falhar, o traceback vai para
+    ``PASTA/error_ÍNDICE.txt`` e o processo sai com código 1.
+    """
+    from ray import cloudpickle  # o mesmo serializador que o Ray usa
+
+    fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
+    try:
+        value = fn(config)
+    except Exception:
+        import traceback
+
+        (Path(workdir) / f"error_{index}.txt").write_text(traceback.format_exc())
+        return 1
+    (Path(workdir) / f"result_{index}.pkl").write_bytes(cloudpickle.dumps(value))
+    return 0

@@ -5,75 +5,482 @@ Cada ``check_*`` imprime ``✅ ...`` quando está tudo certo e, quando não est�
 (``checks.todo(...)`` ou o marcador ``...``) gera :class:`TodoNotDone`: "ainda não terminado",
 sem um traceback enorme (o Jupyter mostra só a mensagem).
 
-Aqui ficam as conferências feitas no driver (lote global, ``ScalingConfig``, o trainer, o
-resultado do treino, a acurácia); as das peças que rodam em cada worker (dados, modelo, report)
-ficam em :mod:`~labutils.multiworker.worker_checks`, e a da função de treino inteira, rodada em
-2 processos por um passo, em :mod:`~labutils.multiworker.loop_check`. Todas são reexportadas aqui.
+Uma seção por TODO do notebook, na ordem dele, depois das mensagens e de :func:`pending_todo`:
+
+1. os dados de cada worker (:func:`check_worker_datasets`): com 2 e 3 workers e exemplos
+   numerados, as fatias são disjuntas, cobrem treino e validação uma vez e vêm em lotes globais;
+2. o modelo (:func:`check_build_model`): criado dentro de ``strategy.scope()``, perda coerente;
+3. a função de treino (:func:`check_training_function`): rodada em 2 processos locais, um passo,
+   sem o Ray (com :func:`labutils.multiworker.launch_by_hand`);
+4. o trainer antes do ``fit`` (:func:`check_trainer`, :func:`check_scaling_config`);
+5. e 6. o resultado do treino (:func:`check_result`) e a acurácia (:func:`check_accuracy`).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from labutils.multiworker.feedback import CheckFailed, TodoNotDone, ok, todo, unfinished
-from labutils.multiworker.loop_check import check_training_function
-from labutils.multiworker.worker_checks import (
-    check_build_model,
-    check_reporting,
-    check_worker_datasets,
-)
+from labutils import config as lab_config
+from labutils.multiworker import launch_by_hand, read_workers, strategy_name
 
-__all__ = [
-    "CheckFailed",
-    "TodoNotDone",
-    "check_accuracy",
-    "check_build_model",
-    "check_global_batch",
-    "check_no_todo",
-    "check_reporting",
-    "check_result",
-    "check_scaling_config",
-    "check_trainer",
-    "check_training_function",
-    "check_worker_datasets",
-    "todo",
-]
+# ---------------------------------------------------------------- as mensagens
 
 
-def check_no_todo(fn: Any) -> None:
-    """Confere que ``fn`` (e as funções do notebook que ela chama) não tem TODO pendente.
+class _FriendlyError(Exception):
+    """Erro mostrado no Jupyter só com a mensagem (sem traceback)."""
 
-    Olha o código sem executá-lo: o laço dos workers só roda de verdade dentro do Ray Train.
+    icon = "❌"
+
+    def _render_traceback_(self) -> list[str]:  # usado pelo IPython no lugar do traceback
+        return [
+            f"{self.icon} {line}" if i == 0 else f"   {line}" for i, line in enumerate(self.lines())
+        ]
+
+    def lines(self) -> list[str]:
+        return str(self).splitlines() or [type(self).__name__]
+
+    def __reduce__(self):  # atravessa o pickle (ex.: vindo de um worker do Ray)
+        return (type(self), tuple(str(a) for a in self.args))
+
+
+class TodoNotDone(_FriendlyError, NotImplementedError):
+    """Um TODO do exercício ainda não foi feito."""
+
+    icon = "🚧"
+
+
+class CheckFailed(_FriendlyError, AssertionError):
+    """Uma autoverificação falhou: a mensagem diz o que conferir."""
+
+
+def todo(number: int | str, what: str) -> Any:
+    """Marca um TODO do aluno: levanta :class:`TodoNotDone` explicando o que falta fazer."""
+    raise TodoNotDone(f"TODO {number} ainda não terminado: {what}.")
+
+
+def unfinished(value: Any, what: str) -> None:
+    if value is Ellipsis:
+        raise TodoNotDone(f"{what} ainda não terminado: troque o `...` pelo seu código.")
+
+
+def ok(message: str) -> None:
+    print(f"✅ {message}")
+
+
+# ---------------------------------------------------------------- um TODO pendente
+
+
+def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
+    """Os argumentos constantes de cada chamada ``todo(...)`` no código (e nos aninhados)."""
+    import dis
+
+    calls: list[tuple[Any, ...]] = []
+    args: list[Any] | None = None
+    for ins in dis.get_instructions(code):
+        if ins.argval == "todo" and ins.opname.startswith("LOAD_"):
+            args = []
+        elif args is not None and ins.opname == "LOAD_CONST":
+            args.append(ins.argval)
+        elif args is not None and ins.opname.startswith(("PRECALL", "CALL")):
+            calls.append(tuple(args))
+            args = None
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            calls += _todo_calls(const)
+    return calls
+
+
+def pending_todo(fn: Any) -> str | None:
+    """A mensagem do 1º ``checks.todo(...)`` ainda presente em ``fn`` ou nas funções que ela usa.
+
+    Olha o código (sem executá-lo) da função e das funções do mesmo módulo que ela chama, como
+    ``train_loop_per_worker`` → ``train_epochs``. Serve para avisar de um TODO por fazer ANTES de
+    iniciar os workers: dentro deles, o erro seria repetido a cada nova tentativa do Ray Train.
     """
-    from labutils.multiworker.launch import pending_todo
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop(0)
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        for args in _todo_calls(code):
+            if len(args) >= 2:
+                return f"TODO {args[0]} ainda não terminado: {args[1]}."
+        module = getattr(f, "__module__", None)
+        names = list(code.co_names)  # na ordem em que aparecem no código
+        for const in code.co_consts:
+            if hasattr(const, "co_names"):
+                names += const.co_names
+        for name in dict.fromkeys(names):
+            other = getattr(f, "__globals__", {}).get(name)
+            if callable(other) and getattr(other, "__module__", None) == module:
+                stack.append(other)
+    return None
 
-    unfinished(fn, getattr(fn, "__name__", "a função"))
-    if not callable(fn):
-        raise CheckFailed(f"Esperava a função do laço dos workers, recebi {fn!r}.")
-    pending = pending_todo(fn)
-    if pending:
-        raise TodoNotDone(pending)
-    ok(f"{fn.__name__} sem TODOs pendentes (o que cada worker usou é conferido após o treino)")
+
+# ---------------------------------------------------------------- TODO 1: os dados de cada worker
+
+#: tamanhos do teste dos dados: poucos exemplos numerados (o número vai no rótulo)
+_TRAIN_IDS, _VAL_IDS, _BATCH = 96, 48, 4
 
 
-def check_global_batch(global_batch_size: Any) -> None:
-    """Confere a função ``global_batch_size(batch_per_worker, num_workers)``."""
-    unfinished(global_batch_size, "global_batch_size")
-    if not callable(global_batch_size):
-        raise CheckFailed(
-            "global_batch_size deve ser uma função (batch_per_worker, num_workers), "
-            f"recebi {global_batch_size!r}."
+def _numbered(start: int, count: int) -> Any:
+    """Dataset de pares (imagem uint8 2×2×3, rótulo = número do exemplo)."""
+    import tensorflow as tf
+
+    ids = tf.range(start, start + count, dtype=tf.int64)
+    images = tf.zeros((count, 2, 2, 3), tf.uint8)
+    return tf.data.Dataset.from_tensor_slices((images, ids))
+
+
+def _as_the_strategy_sees_it(dataset: Any, num_workers: int, index: int, global_batch: int) -> Any:
+    """O que a ``MultiWorkerMirroredStrategy`` faz com o dataset de um worker.
+
+    Com ``AutoShardPolicy.OFF`` ela não mexe nos exemplos. Com qualquer outra política, nestes
+    dados em memória ela fatia por elementos (``DATA``): reparte cada lote global em
+    ``num_workers`` pedaços e o worker ``index`` fica com um de cada ``num_workers``.
+    """
+    import tensorflow as tf
+
+    policy = dataset.options().experimental_distribute.auto_shard_policy
+    if policy == tf.data.experimental.AutoShardPolicy.OFF or num_workers == 1:
+        return dataset
+    return dataset.rebatch(max(1, global_batch // num_workers)).shard(num_workers, index)
+
+
+def _seen_ids(
+    fn: Callable, split: int, num_workers: int, global_batch: int
+) -> tuple[list[list[int]], set[int]]:
+    """Os números que cada worker vê numa época (``split`` 0 = treino, 1 = validação)."""
+    seen, batch_sizes = [], set()
+    for index in range(num_workers):
+        made = fn(
+            _numbered(0, _TRAIN_IDS),
+            _numbered(_TRAIN_IDS, _VAL_IDS),
+            global_batch=global_batch,
+            num_workers=num_workers,
+            worker_index=index,
         )
-    for per_worker, workers in ((64, 2), (32, 3), (16, 1)):
-        got = global_batch_size(per_worker, workers)
-        unfinished(got, "global_batch_size")
-        if got != per_worker * workers:
+        unfinished(made, "worker_datasets")
+        if not isinstance(made, tuple | list) or len(made) != 2:
             raise CheckFailed(
-                f"global_batch_size({per_worker}, {workers}) devolveu {got!r}, esperado "
-                f"{per_worker * workers}.\nCada passo de treino consome um lote por worker; o "
-                "lote GLOBAL (o que o tf.data recebe) é a soma deles."
+                f"worker_datasets deve devolver (treino, validação), recebi {type(made).__name__}."
             )
-    ok("lote global = lote por worker × número de workers")
+        dataset = made[split]
+        batch_sizes |= {int(x.shape[0]) for x, _ in dataset.take(1)}
+        dataset = _as_the_strategy_sees_it(dataset, num_workers, index, global_batch)
+        seen.append([int(i) for _, ids in dataset for i in ids.numpy().ravel()])
+    return seen, batch_sizes
+
+
+def _compare(seen: list[list[int]], expected: range, what: str, num_workers: int) -> None:
+    fix = (
+        "Fatie com dataset.shard(num_workers, worker_index) ANTES do shuffle e desligue a "
+        "fatia automática da estratégia (AutoShardPolicy.OFF); ou use a mesma semente de "
+        "shuffle em todos os workers."
+    )
+    for worker, ids in enumerate(seen):
+        repeated = len(ids) - len(set(ids))
+        if repeated:
+            raise CheckFailed(
+                f"{what}, {num_workers} workers: o worker {worker} viu {repeated} exemplo(s) duas "
+                f"vezes na mesma época. {fix}"
+            )
+    for a in range(num_workers):
+        for b in range(a + 1, num_workers):
+            common = set(seen[a]) & set(seen[b])
+            if common:
+                raise CheckFailed(
+                    f"{what}, {num_workers} workers: os workers {a} e {b} viram os mesmos "
+                    f"{len(common)} exemplo(s) na mesma época (as fatias se sobrepõem). {fix}"
+                )
+    missing = set(expected) - {i for ids in seen for i in ids}
+    if missing:
+        raise CheckFailed(
+            f"{what}, {num_workers} workers: {len(missing)} de {len(expected)} exemplos não foram "
+            f"vistos por nenhum worker na época. {fix}"
+        )
+
+
+def check_worker_datasets(worker_datasets: Any) -> None:
+    """Confere ``worker_datasets(train, val, *, global_batch, num_workers, worker_index)``.
+
+    Com 2 e 3 workers e exemplos numerados: numa época, os workers veem conjuntos disjuntos que
+    juntos cobrem o treino exatamente uma vez (e a validação também), como a estratégia os veria,
+    em lotes do tamanho do lote GLOBAL.
+    """
+    unfinished(worker_datasets, "worker_datasets")
+    if not callable(worker_datasets):
+        raise CheckFailed(f"worker_datasets deve ser uma função, recebi {worker_datasets!r}.")
+    for num_workers in (2, 3):
+        global_batch = _BATCH * num_workers
+        for split, what, expected in (
+            (0, "treino", range(_TRAIN_IDS)),
+            (1, "validação", range(_TRAIN_IDS, _TRAIN_IDS + _VAL_IDS)),
+        ):
+            seen, batch_sizes = _seen_ids(worker_datasets, split, num_workers, global_batch)
+            if batch_sizes != {global_batch}:
+                raise CheckFailed(
+                    f"{what}, {num_workers} workers: o 1º lote tem {sorted(batch_sizes)} "
+                    f"exemplos, esperado o lote GLOBAL ({global_batch}). Passe "
+                    "global_batch=global_batch ao get_data: a estratégia divide o lote global "
+                    "entre os workers."
+                )
+            _compare(seen, expected, what, num_workers)
+    ok("cada worker lê a sua fatia: disjuntas, cobrindo treino e validação uma vez por época")
+
+
+# ---------------------------------------------------------------- TODO 2: o modelo
+
+
+def check_build_model(build_model: Any, num_classes: int = 100) -> None:
+    """Confere ``build_model(strategy, num_classes)``: escopo e par saída/perda."""
+    import tensorflow as tf
+
+    from labutils.tf import check_loss_activation
+
+    unfinished(build_model, "build_model")
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    model = build_model(strategy, num_classes)
+    unfinished(model, "build_model")
+    if model.distribute_strategy is not strategy:
+        raise CheckFailed(
+            "O modelo foi criado FORA do escopo da estratégia recebida "
+            "(model.distribute_strategy não é ela): as variáveis não seriam espelhadas e cada "
+            "worker treinaria sozinho. Crie e compile o modelo dentro de `with strategy.scope():`."
+        )
+    if getattr(model, "optimizer", None) is None or getattr(model, "loss", None) is None:
+        raise CheckFailed(
+            "O modelo não foi compilado: chame model.compile(...) dentro de strategy.scope() "
+            "(o otimizador também cria variáveis que precisam ser espelhadas)."
+        )
+    try:
+        check_loss_activation(model)
+    except ValueError as err:
+        raise CheckFailed(str(err)) from None
+    ok("modelo criado e compilado dentro de strategy.scope(), com saída e perda coerentes")
+
+
+# ---------------------------------------------------------------- TODO 3: a função de treino
+#
+# :func:`check_training_function` roda a função do aluno em 2 processos locais, cada um com o seu
+# ``TF_CONFIG`` (o que o Ray Train faria), com um CIFAR-100 de mentira e pequeno, cujas imagens
+# trazem o número do exemplo nos pixels, e **um passo** em cada ``model.fit``. Em cada processo,
+# :func:`_observe` troca ``ray.train.report``/``get_context``/``get_checkpoint`` por versões que só
+# anotam, e o ``fit`` por um que anota o que recebeu (a estratégia do modelo, o tamanho do lote e
+# os exemplos que a estratégia entregaria a este worker numa época) antes de treinar o passo.
+# O driver compara o que os dois processos anotaram.
+
+#: exemplos do CIFAR de mentira (10% viram a validação) e limite de tempo da verificação
+_EXAMPLES, _TIMEOUT_S = 300, 240.0
+_STARTUP = "Collective ops must be configured at program startup"
+
+
+def _tiny_cifar(scale: str | None = None, **_: Any) -> Any:
+    """Um ``Cifar100`` pequeno: a imagem ``i`` guarda ``i`` nos pixels (0, 0, 0) e (0, 0, 1)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from labutils.data import Cifar100
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(_EXAMPLES, 32, 32, 3), dtype=np.uint8)
+    ids = np.arange(_EXAMPLES)
+    images[:, 0, 0, 0], images[:, 0, 0, 1] = ids % 256, ids // 256
+    data = tf.data.Dataset.from_tensor_slices((images, (ids % 100).astype("int64")))
+    return Cifar100(data, data, None, _EXAMPLES, _EXAMPLES, True, "numerado (verificação)")
+
+
+def _ids(images: Any) -> list[int]:
+    pixels = (images.numpy()[:, 0, 0, :2] * 255).round().astype(int)
+    return [int(a + 256 * b) for a, b in pixels]
+
+
+def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez."""
+    from unittest import mock
+
+    import ray.train
+    import tensorflow as tf
+
+    import labutils.data
+
+    cluster = lab_config.tf_config()
+    num_workers, rank = len(cluster["cluster"]["worker"]), cluster["task"]["index"]
+    seen: dict[str, Any] = {"rank": rank, "fits": [], "reports": [], "weights": None}
+
+    def report(metrics: dict, checkpoint: Any = None, **_: Any) -> None:
+        files: list[str] = []
+        if checkpoint is not None:
+            with checkpoint.as_directory() as folder:
+                files = sorted(os.listdir(folder))
+        seen["reports"].append({"metrics": sorted(metrics), "files": files})
+
+    real_fit = tf.keras.Model.fit
+
+    def fit(model: Any, x: Any = None, *args: Any, **kwargs: Any) -> Any:
+        strategy = model.distribute_strategy
+        entry = {"strategy": strategy_name(strategy), "replicas": strategy.num_replicas_in_sync}
+        if isinstance(x, tf.data.Dataset):
+            entry["batch"] = int(next(iter(x.take(1)))[0].shape[0])
+            view = _as_the_strategy_sees_it(x, num_workers, rank, entry["batch"])
+            entry["ids"] = [i for images, _ in view for i in _ids(images)]
+            x = x.take(1)  # um passo basta
+            if isinstance(kwargs.get("validation_data"), tf.data.Dataset):
+                kwargs["validation_data"] = kwargs["validation_data"].take(1)
+        seen["fits"].append(entry)
+        history = real_fit(model, x, *args, **kwargs)
+        seen["weights"] = [float(abs(w).sum()) for w in model.get_weights()]
+        return history
+
+    context = SimpleNamespace(
+        get_world_rank=lambda: rank,
+        get_world_size=lambda: num_workers,
+        get_local_rank=lambda: 0,
+        get_local_world_size=lambda: 1,
+        get_node_rank=lambda: rank,
+    )
+    for name, value in list(getattr(fn, "__globals__", {}).items()):
+        if value is labutils.data.load_cifar100:  # o nome que o notebook usar
+            fn.__globals__[name] = _tiny_cifar
+    with (
+        mock.patch.object(ray.train, "report", report),
+        mock.patch.object(ray.train, "get_context", lambda: context),
+        mock.patch.object(ray.train, "get_checkpoint", lambda: None),
+        mock.patch.object(labutils.data, "load_cifar100", _tiny_cifar),
+        mock.patch.object(tf.keras.Model, "fit", fit),
+    ):
+        fn(config)
+    return seen
+
+
+def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, Any]]:
+    def observed(cfg: dict[str, Any]) -> dict[str, Any]:
+        return _observe(fn, cfg)
+
+    try:
+        runs = launch_by_hand(
+            observed, config, num_workers=num_workers, timeout_s=_TIMEOUT_S, raise_on_error=False
+        )
+    except TimeoutError:
+        raise CheckFailed(
+            f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): um deles "
+            "espera o outro numa operação coletiva. Todos os workers devem fazer a mesma "
+            "sequência: criar a estratégia, model.fit, model.save, ray.train.report."
+        ) from None
+    for run in runs:
+        error = run["error"]
+        if error and _STARTUP in error:
+            raise CheckFailed(
+                "A MultiWorkerMirroredStrategy não foi a primeira operação do TensorFlow do "
+                'worker ("Collective ops must be configured at program startup"): crie-a na '
+                "1ª linha da função, antes de carregar os dados ou criar qualquer tensor."
+            )
+        if error:
+            lines = error.strip().splitlines()
+            if "TodoNotDone" in lines[-1]:
+                raise TodoNotDone(lines[-1].split("TodoNotDone: ")[-1])
+            tail = "\n".join(lines[-8:])
+            raise CheckFailed(
+                f"A função de treino falhou no worker {run['tf_config']['task']['index']} "
+                f"(o fim do traceback dele):\n{tail}"
+            )
+    return [run["value"] for run in runs]
+
+
+def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) -> None:
+    for worker in seen:
+        rank, fits = worker["rank"], worker["fits"]
+        if not fits:
+            raise CheckFailed(f"O worker {rank} não chamou model.fit: treine a cada época.")
+        used = fits[0]
+        if used["strategy"].startswith("padrão"):
+            raise CheckFailed(
+                f"O modelo do worker {rank} foi criado FORA de strategy.scope(): cada worker "
+                "treinaria sozinho, sem somar gradientes. Crie e compile o modelo dentro de "
+                "`with strategy.scope():` (o build_model do TODO 2)."
+            )
+        if used["strategy"] != "MultiWorkerMirroredStrategy" or used["replicas"] != num_workers:
+            raise CheckFailed(
+                f"O modelo do worker {rank} usa {used['strategy']} com {used['replicas']} "
+                f"réplica(s); esperado MultiWorkerMirroredStrategy com {num_workers} (uma por "
+                "worker): só ela soma os gradientes entre processos."
+            )
+        if used.get("batch") != global_batch:
+            raise CheckFailed(
+                f"O worker {rank} treinou com lotes de {used.get('batch')} exemplos; esperado o "
+                f"lote GLOBAL, {global_batch} (lote por worker × {num_workers} workers): a "
+                "estratégia divide cada lote global entre os workers."
+            )
+    ids = [worker["fits"][0]["ids"] for worker in seen]
+    _compare(ids, range(_EXAMPLES // 10, _EXAMPLES), "treino", num_workers)
+    for worker in seen:
+        rank, reports = worker["rank"], worker["reports"]
+        if len(reports) != len(worker["fits"]):
+            raise CheckFailed(
+                f"O worker {rank} chamou ray.train.report {len(reports)} vez(es) em "
+                f"{len(worker['fits'])} época(s); esperado 1 por época em TODOS os workers. O "
+                "report é uma barreira: se só o rank 0 o chama, ele espera os outros para sempre."
+            )
+        files = reports[0]["files"]
+        if not files:
+            raise CheckFailed(
+                f"O worker {rank} reportou sem checkpoint (ou com a pasta vazia): passe "
+                "checkpoint=ray.train.Checkpoint.from_directory(pasta) em todos os workers."
+            )
+        if not {"loss", "accuracy", "epoch"} <= set(reports[0]["metrics"]):
+            raise CheckFailed(
+                f"O worker {rank} reportou {reports[0]['metrics']}: inclua 'loss', 'accuracy' "
+                "(as métricas do fit) e 'epoch'."
+            )
+        wanted = {f"worker_{rank}.json"} | ({"model.keras"} if rank == 0 else set())
+        if not wanted <= set(files):
+            raise CheckFailed(
+                f"O checkpoint do worker {rank} tem {files}, faltam {sorted(wanted - set(files))}:"
+                " prepare a pasta com multiworker.save_checkpoint(pasta, model, epoch=..., "
+                "global_batch=...) antes do report."
+            )
+    first = seen[0]["weights"]
+    for worker in seen[1:]:
+        diff = max(abs(a - b) for a, b in zip(first, worker["weights"], strict=True))
+        if diff > 1e-3 * max(1.0, max(first)):
+            raise CheckFailed(
+                f"Depois de um passo, os pesos do worker {worker['rank']} diferem dos do worker 0 "
+                f"(até {diff:.3g}): os gradientes não foram somados entre os workers."
+            )
+
+
+def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
+    """Roda ``fn(config)`` em ``num_workers`` processos, um passo por época, e confere o que fez.
+
+    Uma época (``config["epochs"]`` vira 1), ``config["batch_per_worker"]`` por worker. Falha
+    com a mensagem do primeiro erro encontrado: estratégia criada tarde, modelo fora do escopo,
+    outra estratégia, lote por worker no lugar do global, dados sem fatiar, report só no rank 0,
+    report sem checkpoint.
+    """
+    unfinished(fn, "train_loop_per_worker")
+    if not callable(fn):
+        raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
+    pending = pending_todo(fn)
+    if pending:  # nem inicia os processos
+        raise TodoNotDone(pending)
+    global_batch = int(config["batch_per_worker"]) * num_workers
+    seen = _run(fn, {**config, "epochs": 1}, num_workers)
+    _verdict(seen, num_workers, global_batch)
+    ok(
+        f"{num_workers} processos, 1 passo: estratégia criada antes de tudo, modelo no escopo, "
+        f"lote global {global_batch}, fatias disjuntas, report com checkpoint em todos, "
+        "pesos iguais depois do passo"
+    )
+
+
+# ---------------------------------------------------------------- TODO 4: o trainer
 
 
 def check_scaling_config(scaling_config: Any, plan: Any) -> None:
@@ -105,8 +512,6 @@ def check_scaling_config(scaling_config: Any, plan: Any) -> None:
 
 def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
     """Confere o ``TensorflowTrainer`` antes do ``fit``: função, workers, pasta, nome, falhas."""
-    from pathlib import Path
-
     from ray.train.tensorflow import TensorflowTrainer
 
     unfinished(trainer, "trainer (TODO 4)")
@@ -120,8 +525,6 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
             "O trainer não recebeu a sua train_loop_per_worker (o 1º argumento do "
             "TensorflowTrainer é a função que cada worker roda)."
         )
-    from labutils.multiworker.launch import pending_todo
-
     pending = pending_todo(train_loop_per_worker)
     if pending:  # dentro dos workers, o erro se repetiria a cada nova tentativa
         raise TodoNotDone(pending)
@@ -163,6 +566,9 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
     )
 
 
+# ---------------------------------------------------------------- TODOs 5 e 6: o resultado
+
+
 def check_result(
     result: Any,
     workers: list[dict] | None = None,
@@ -189,8 +595,6 @@ def check_result(
         )
     ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
     if workers is None:
-        from labutils.multiworker.workers import read_workers
-
         workers = read_workers(result.checkpoint)
     if len(workers) != num_workers:
         raise CheckFailed(

@@ -135,7 +135,7 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     import tensorflow as tf
 
     from labutils.raytools import init_ray
-    from labutils.tf.model import create_model
+    from labutils.tf import create_model
 
     scale, repeats = args["scale"], args["repeats"]
     size = sizes(scale)

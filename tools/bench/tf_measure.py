@@ -59,7 +59,7 @@ def _images_per_second(dataset: Any, n: int, passes: int) -> list[float]:
 
 
 def _fit(model: Any, dataset: Any, n: int, repeats: int) -> list[float]:
-    from labutils.tf.timing import EpochTimer
+    from labutils.tf import EpochTimer
 
     timer = EpochTimer(n)
     model.fit(dataset, epochs=repeats + 1, callbacks=[timer], verbose=0)
@@ -70,14 +70,11 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
     """Pipeline, treino centralizado e MirroredStrategy, num processo só."""
     import warnings
 
-    from labutils.tf.devices import setup_devices
+    from labutils.tf import SHUFFLE_BUFFER, create_model, get_data, global_batch_size, setup_devices
+    from labutils.tf import normalize_images as scale
 
     devices = setup_devices(logical_cpus=2)
     import tensorflow as tf
-
-    from labutils.tf.data import SHUFFLE_BUFFER, get_data, global_batch_size
-    from labutils.tf.data import normalize_images as scale
-    from labutils.tf.model import create_model
 
     tf.get_logger().setLevel("ERROR")
     warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
@@ -113,8 +110,7 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     import tensorflow as tf
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # antes de qualquer outra op do TF
-    from labutils.tf.data import get_data
-    from labutils.tf.model import create_model
+    from labutils.tf import create_model, get_data
 
     train, n, source = load_train(config["scale"], config["images"], config["synthetic"])
     global_batch = config["batch_per_replica"] * strategy.num_replicas_in_sync
@@ -139,6 +135,32 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, f"bench_{info['rank']}.json").write_text(json.dumps(info), encoding="utf-8")
         ray.train.report({"done": 1}, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+
+
+def fit_with_timeout(trainer: Any, timeout_s: float) -> Any:
+    """``trainer.fit()`` numa thread, com prazo: ``TimeoutError`` em vez de travar a medida."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = trainer.fit()
+        except BaseException as err:  # repassado a quem chamou
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name="trainer.fit", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise TimeoutError(
+            f"O treino passou de {timeout_s:g} s sem terminar. Causas comuns: um worker esperando "
+            "um par que nunca subiu, ou recursos ocupados. Rode `ray.shutdown()` e confira o "
+            "dashboard."
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def usable_cores(infos: list[dict[str, Any]]) -> int:
@@ -181,7 +203,7 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
                     ),
                     run_config=RunConfig(name=f"bench-{workers}w", storage_path=storage),
                 )
-                result = multiworker.run_trainer(trainer, timeout_s=args["fit_timeout_s"])
+                result = fit_with_timeout(trainer, args["fit_timeout_s"])
                 with result.checkpoint.as_directory() as folder:
                     infos = [json.loads(p.read_text()) for p in Path(folder).glob("bench_*.json")]
                 rank0 = next(i for i in infos if i["rank"] == 0)
