@@ -108,6 +108,18 @@ class Machine:
         )
         return done.stdout + done.stderr, time.monotonic() - start, done.returncode
 
+    def start_python(self, code: str, *args: str, stdout, **extra: str) -> subprocess.Popen:
+        """Inicia ``python -c code args`` dentro desta máquina, sem esperar; a saída e o erro vão
+        para ``stdout`` (um arquivo aberto, ou ``subprocess.PIPE`` para ler em texto)."""
+        return subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, sys.executable, "-c", code, *args],
+            cwd=ROOT,
+            env=self.env(**extra),
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
     def cluster(self, *args: str, timeout: float = 120, **extra: str):
         return self.run([sys.executable, "-m", "labutils.cluster", *args], timeout, **extra)
 
@@ -389,17 +401,10 @@ def test_the_classroom_on_separate_machines(classroom):
     timings = {}
 
     # o firewall fecha mesmo o que não está na tabela: uma porta qualquer escutando no instrutor
-    listener = subprocess.Popen(
-        [
-            "ip",
-            "netns",
-            "exec",
-            head.ns,
-            sys.executable,
-            "-c",
-            "import socket, time; s = socket.socket(); s.bind(('0.0.0.0', 7777)); s.listen(); "
-            "time.sleep(60)",
-        ]  # fmt: skip
+    listener = head.start_python(
+        "import socket, time; s = socket.socket(); s.bind(('0.0.0.0', 7777)); s.listen(); "
+        "time.sleep(60)",
+        stdout=subprocess.DEVNULL,
     )
     try:
         time.sleep(1.0)
@@ -457,13 +462,10 @@ def test_the_classroom_on_separate_machines(classroom):
     marks = head.home / "marcas"
     marks.mkdir()
     tasks_log = head.home / "tarefas.log"  # arquivos, não pipes: ninguém lê enquanto esperamos
-    tasks = subprocess.Popen(
-        ["ip", "netns", "exec", head.ns, sys.executable, "-c", TASKS_DRIVER, str(marks)]
-        + [student.ip, late.ip],
-        env=head.env(RAY_ADDRESS=address),
-        stdout=tasks_log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
+    tasks = head.start_python(
+        TASKS_DRIVER, str(marks), student.ip, late.ip,
+        stdout=tasks_log.open("w"), RAY_ADDRESS=address,
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while len(list(marks.iterdir())) < 2:
         assert tasks.poll() is None and time.monotonic() < deadline, "as tarefas não começaram"
@@ -474,14 +476,10 @@ def test_the_classroom_on_separate_machines(classroom):
     storage, logs = head.home / "ray_train", head.home / "logs"
     logs.mkdir()
     driver_log = head.home / "treino.log"
-    driver = subprocess.Popen(
-        ["ip", "netns", "exec", head.ns, sys.executable, "-c", EXERCISE_DRIVER, str(SOLUTION)]
-        + [str(logs), str(EXERCISE_EPOCHS)],
-        cwd=ROOT,
-        env=head.env(RAY_ADDRESS=address, LABUTILS_TRAIN_STORAGE=str(storage)),
-        stdout=driver_log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
+    driver = head.start_python(
+        EXERCISE_DRIVER, str(SOLUTION), str(logs), str(EXERCISE_EPOCHS),
+        stdout=driver_log.open("w"), RAY_ADDRESS=address, LABUTILS_TRAIN_STORAGE=str(storage),
+    )  # fmt: skip
     victim = None
     try:
         deadline = time.monotonic() + 180
@@ -551,13 +549,7 @@ def test_the_classroom_on_separate_machines(classroom):
     assert (report["todo"] or "").startswith("TODO 3 ainda não terminado: escreva a função")
 
     # o nó principal some com um driver conectado: o driver sai em segundos, não fica pendurado
-    driver = subprocess.Popen(
-        ["ip", "netns", "exec", head.ns, sys.executable, "-c", HEAD_GONE_DRIVER],
-        env=head.env(RAY_ADDRESS=address),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    driver = head.start_python(HEAD_GONE_DRIVER, stdout=subprocess.PIPE, RAY_ADDRESS=address)
     try:
         seen = ""  # as linhas de log do ray.init vêm antes
         while "CONECTADO" not in seen:
