@@ -15,6 +15,7 @@ from ray import tune
 
 from labutils import tuning
 from labutils.search import fit_and_score
+from tools.bench import search_runs
 
 GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
 
@@ -36,12 +37,12 @@ def local(data):
 
 
 def test_valid_spaces_pass():
-    assert tuning.validate_space(tuning.grid_space(GRID))
+    assert tuning.validate_space(search_runs.grid_space(GRID))
     assert tuning.validate_space(
         {"max_depth": tune.grid_search([2, 8]), "n_estimators": 20, "passo": 5}
     )
     assert tuning.validate_space({"max_depth": tune.randint(1, 10), "n_estimators": 5})
-    assert tuning.forest_params({"floresta": {"n_estimators": 3, "max_depth": 2}}) == (3, 2)
+    assert search_runs.forest_params({"floresta": {"n_estimators": 3, "max_depth": 2}}) == (3, 2)
 
 
 def test_range_space_covers_the_grid_ends_inclusive():
@@ -70,7 +71,9 @@ def test_range_space_covers_the_grid_ends_inclusive():
 )
 def test_bad_spaces_fail_fast_in_portuguese(space, fragment, tmp_path):
     with pytest.raises(ValueError, match=fragment):
-        tuning.run_tuner(tuning.forest_trainable, space, (), name="ruim", storage=tmp_path)
+        search_runs.run_tuner(
+            search_runs.forest_trainable, space, (), name="ruim", storage=tmp_path
+        )
     assert not (tmp_path / "ruim").exists(), "nenhum trial deveria ter começado"
 
 
@@ -84,7 +87,7 @@ def test_grow_forest_ends_at_the_whole_forest(data):
 
 
 def test_grid_search_cv_local_matches_the_loop(data, local):
-    rows = tuning.cv_rows(tuning.grid_search_cv(GRID, data, n_jobs=1))
+    rows = tuning.cv_rows(search_runs.grid_search_cv(GRID, data, n_jobs=1))
     assert [r[:2] for r in rows] == GRID
     assert tuning.search_difference(rows, local) is None
 

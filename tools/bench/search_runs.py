@@ -7,17 +7,34 @@ lição 03 (Ray Tune e ``GridSearchCV`` no Ray pelo backend joblib).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from labutils.search import (
+    RANDOM_STATE,
     combine_chunks,
     fit_and_score,
     fit_chunk_and_predict,
     most_expensive_first,
+    validate_grid,
 )
 from labutils.timing import Timer
+from labutils.tuning import (
+    PAIR_KEY,
+    cv_rows,
+    first_trial_delay,
+    progress_callback,
+    tune_table,
+    validate_space,
+)
 
 
 def run_loop(grid, data, n_jobs=None) -> list[tuple[int, int, float, float]]:
@@ -75,19 +92,91 @@ def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
     return combine_chunks(parts, data[3])
 
 
+def grid_space(grid: Sequence[Any]) -> dict[str, Any]:
+    """A grade ``[(n, d), ...]`` como espaço do Tune: um trial por par, na ordem dada."""
+    from ray import tune
+
+    pairs = validate_grid(grid)
+    return {PAIR_KEY: tune.grid_search([{"n_estimators": n, "max_depth": d} for n, d in pairs])}
+
+
+def forest_params(config: Mapping[str, Any]) -> tuple[int, int]:
+    """``(n_estimators, max_depth)`` de um config do Tune (com ou sem a chave ``floresta``)."""
+    params = config.get(PAIR_KEY, config)
+    return int(params["n_estimators"]), int(params["max_depth"])
+
+
+def forest_trainable(config: Mapping[str, Any], data: Sequence[Any]) -> None:
+    """Um trial: treina a floresta do config e reporta o MSE na VALIDAÇÃO (``data[2:]``)."""
+    from ray import tune
+
+    inicio = time.time()  # quando o trial começou: ver first_trial_delay
+    n, d = forest_params(config)
+    _, _, mse, seconds = fit_and_score(n, d, *data, random_state=RANDOM_STATE)
+    tune.report({"mse": mse, "segundos": seconds, "arvores": n, "inicio": inicio})
+
+
+def run_tuner(
+    trainable: Any,
+    space: Mapping[str, Any],
+    data: Sequence[Any],
+    *,
+    name: str,
+    storage: Path | str,
+    n_trials: int | None = None,
+) -> Any:
+    """O ``Tuner`` da lição 03 (1 CPU por trial, tantos ao mesmo tempo quantos CPUs), com o
+    espaço conferido antes; devolve o ``ResultGrid``."""
+    import ray
+    from ray import tune
+
+    validate_space(space)
+    cores = int(ray.cluster_resources().get("CPU", 1))
+    trainable = tune.with_resources(tune.with_parameters(trainable, data=data), {"cpu": 1})
+    tuner = tune.Tuner(
+        trainable,
+        param_space=dict(space),
+        tune_config=tune.TuneConfig(
+            metric="mse", mode="min", max_concurrent_trials=max(1, cores), reuse_actors=True
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(Path(storage).resolve()),
+            verbose=0,
+            callbacks=[progress_callback(n_trials, name)] if n_trials else None,
+        ),
+    )
+    # o Tune imprime um quadro e caminhos a cada busca mesmo com verbose=0
+    with contextlib.redirect_stdout(io.StringIO()):
+        return tuner.fit()
+
+
+def grid_search_cv(grid: Sequence[Any], data: Sequence[Any], *, n_jobs: int | None = None):
+    """O ``GridSearchCV`` da lição 03: candidatos na ordem da grade, validando SEMPRE em
+    ``(X_val, y_val)`` (``PredefinedSplit``), ``refit=False``."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+    X_train, y_train, X_val, y_val = data
+    X = np.concatenate([np.asarray(X_train), np.asarray(X_val)])
+    y = np.concatenate([np.asarray(y_train), np.asarray(y_val)])
+    fold = np.r_[np.full(len(X_train), -1), np.zeros(len(X_val), dtype=int)]
+    search = GridSearchCV(
+        RandomForestRegressor(random_state=RANDOM_STATE),
+        [{"n_estimators": [n], "max_depth": [d]} for n, d in validate_grid(grid)],
+        scoring="neg_mean_squared_error",
+        cv=PredefinedSplit(fold),
+        refit=False,
+        n_jobs=n_jobs,
+    )
+    return search.fit(X, y)
+
+
 def run_tune(grid, data, n_samples, delays=None) -> list[tuple[int, int, float, float]]:
     """A grade como ``Tuner`` (lição 03); os resultados do Tune vão para uma pasta temporária.
 
     ``delays``: se for uma lista, recebe quantos segundos o 1º trial levou para começar.
     """
-    from labutils.tuning import (
-        first_trial_delay,
-        forest_trainable,
-        grid_space,
-        run_tuner,
-        tune_table,
-    )
-
     order = most_expensive_first(grid, n_samples)
     with tempfile.TemporaryDirectory(prefix="labutils-bench-tune-") as storage:
         started = time.time()
@@ -102,8 +191,6 @@ def run_joblib_ray(grid, data, n_samples) -> list[tuple[int, int, float, float]]
     """``GridSearchCV`` com ``joblib.parallel_backend("ray")`` (lição 03)."""
     import joblib
     from ray.util.joblib import register_ray
-
-    from labutils.tuning import cv_rows, grid_search_cv
 
     register_ray()
     with joblib.parallel_backend("ray"):
