@@ -1,21 +1,6 @@
-"""Lição 02: a busca de hiperparâmetros da Random Forest, do começo ao fim, em Python puro.
-
-As funções daqui não usam Ray (a não ser :func:`gather_with_progress`, que espera referências
-Ray): o notebook as embrulha em ``@ray.remote`` para mostrar o conceito. Assim elas podem ser
+"""Lição 02: a busca de hiperparâmetros da Random Forest, em Python puro (sem Ray, a não ser
+:func:`gather_with_progress`): o notebook embrulha estas funções em ``@ray.remote``, e elas são
 testadas sem cluster e reaproveitadas nas lições 03 e 04 e no ``make bench``.
-
-- **a grade** ``[(n_estimators, max_depth), ...]``: :func:`validate_grid` a recusa antes de
-  qualquer tarefa começar; :func:`estimated_cost` e :func:`most_expensive_first` a ordenam;
-- **os dados**: :func:`split_train_validation_test` (escolhe-se na validação; o teste é usado uma
-  vez, no fim); :func:`transfer_sizes` (o experimento "dados uma vez só");
-- **o treino** de uma configuração: :func:`fit_and_score`;
-- **a fila de tarefas**: :func:`speedup_bound` (o maior speedup que o hardware permite),
-  :func:`list_schedule_makespan` e :func:`list_schedule` (a fila do Ray simulada numa ordem);
-- **a floresta em blocos de árvores** (seção 9): :func:`plan_chunks`, :func:`fit_forest_chunk`,
-  :func:`merge_forests`, :func:`fit_chunk_and_predict`, :func:`combine_chunks`;
-- **resultados que não se perdem**: CSV com uma linha por configuração gravada assim que ela
-  termina (:func:`gather_with_progress`, :func:`save_results`) e a retomada
-  (:func:`resumable_search`).
 """
 
 from __future__ import annotations
@@ -41,14 +26,10 @@ RANDOM_STATE = 42
 
 
 # ---------------------------------------------------------------- a grade
-
-
 def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
-    """Confere a grade ``[(n_estimators, max_depth), ...]`` e a devolve como lista de tuplas.
-
-    Levanta ``ValueError`` com mensagem em português se a grade está vazia, se um item não é um
-    par, se um valor não é inteiro ou não é positivo. Chame antes de enviar qualquer tarefa.
-    """
+    """Confere a grade ``[(n_estimators, max_depth), ...]`` (não vazia, pares de inteiros
+    positivos) e a devolve como lista de tuplas; senão ``ValueError`` em português. Chame antes
+    de enviar qualquer tarefa."""
     if grid is None or isinstance(grid, str | bytes):
         raise ValueError(
             f"A grade de hiperparâmetros deve ser uma lista de pares (n_estimators, max_depth), "
@@ -67,7 +48,6 @@ def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
                 f"Item {pos} da grade ({item!r}) não é um par (n_estimators, max_depth): "
                 "use tuplas de dois inteiros, como (100, 10)."
             )
-        pair = []
         for name, value in zip(("n_estimators", "max_depth"), item, strict=True):
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
                 raise ValueError(
@@ -79,17 +59,13 @@ def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
                     f"Item {pos} da grade {tuple(item)!r}: {name} deve ser positivo (≥ 1), "
                     f"recebi {value}."
                 )
-            pair.append(int(value))
-        checked.append((pair[0], pair[1]))
+        checked.append((int(item[0]), int(item[1])))
     return checked
 
 
 def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = None) -> float:
-    """Custo relativo (sem unidade) de treinar uma floresta: árvores × níveis úteis.
-
-    Cada nível de uma árvore percorre as amostras uma vez; depois de ~log2(amostras) níveis as
-    folhas ficam puras e os níveis seguintes quase não custam. É só uma estimativa para ordenar.
-    """
+    """Custo relativo de uma floresta, só para ordenar: árvores × níveis úteis (depois de
+    ~log2(amostras) níveis as folhas ficam puras e os níveis seguintes quase não custam)."""
     ((n_estimators, max_depth),) = validate_grid([(n_estimators, max_depth)])
     levels = float(max_depth)
     if n_samples is not None and n_samples > 1:
@@ -100,18 +76,13 @@ def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = No
 def most_expensive_first(
     grid: Iterable[Any], n_samples: int | None = None
 ) -> list[tuple[int, int]]:
-    """A grade ordenada das configurações mais caras para as mais baratas (:func:`estimated_cost`).
-
-    Enviar as tarefas longas primeiro evita que a mais longa comece por último, com os outros
-    núcleos já parados (a regra LPT, *longest processing time first*).
-    """
+    """A grade das configurações mais caras para as mais baratas (:func:`estimated_cost`): a
+    mais longa não começa por último, com os outros núcleos parados (a regra LPT)."""
     checked = validate_grid(grid)
     return sorted(checked, key=lambda nd: estimated_cost(*nd, n_samples), reverse=True)
 
 
 # ---------------------------------------------------------------- os dados
-
-
 class Split(NamedTuple):
     """Treino, validação e teste. ``fit_eval`` é a tupla que a busca recebe (sem o teste)."""
 
@@ -124,7 +95,6 @@ class Split(NamedTuple):
 
     @property
     def fit_eval(self) -> tuple[Any, Any, Any, Any]:
-        """``(X_train, y_train, X_val, y_val)``: o que toda busca usa; o teste fica de fora."""
         return (self.X_train, self.y_train, self.X_val, self.y_val)
 
 
@@ -138,9 +108,8 @@ def split_train_validation_test(
 ) -> Split:
     """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação.
 
-    A busca escolhe a configuração pelo erro na **validação**; o teste só é usado uma vez, no fim,
-    para a configuração escolhida (escolher no teste deixaria o erro do teste otimista demais).
-    A divisão é sempre a mesma (``random_state``): as lições 02 e 03 e o benchmark a compartilham.
+    A busca escolhe pela **validação**; o teste é usado uma vez, no fim (escolher no teste o
+    deixaria otimista). A divisão é sempre a mesma: as lições 02 e 03 e o benchmark a dividem.
     """
     from sklearn.model_selection import train_test_split
 
@@ -158,11 +127,9 @@ def split_train_validation_test(
 
 @dataclass(frozen=True)
 class TransferSizes:
-    """Tamanhos do experimento "dados uma vez só" (só a lição 02 usa)."""
+    """O experimento "dados uma vez só": cópias empilhadas de X_train e tarefas que as leem."""
 
-    #: quantas cópias empilhadas de X_train formam o bloco de dados enviado às tarefas
     repeat: int
-    #: quantas tarefas leem esse bloco em cada variante
     tasks: int
 
 
@@ -174,8 +141,6 @@ def transfer_sizes(scale: str | None = None) -> TransferSizes:
 
 
 # ---------------------------------------------------------------- o treino
-
-
 def fit_and_score(
     n_estimators: int,
     max_depth: int,
@@ -189,10 +154,8 @@ def fit_and_score(
 ) -> tuple[int, int, float, float]:
     """Treina uma ``RandomForestRegressor`` e devolve ``(n_estimators, max_depth, mse, segundos)``.
 
-    O MSE é medido em ``(X_test, y_test)``: numa busca, passe aqui a **validação**
-    (:func:`split_train_validation_test`); o teste fica para a configuração escolhida, no fim.
-    ``segundos`` inclui treino e avaliação, como no roteiro original. ``n_jobs`` é repassado ao
-    scikit-learn (``-1`` = todos os núcleos, em threads).
+    O MSE é medido em ``(X_test, y_test)``: numa busca, passe a **validação**. ``segundos``
+    inclui treino e avaliação, como no roteiro original; ``n_jobs`` vai ao scikit-learn.
     """
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.metrics import mean_squared_error
@@ -207,8 +170,6 @@ def fit_and_score(
 
 
 # ---------------------------------------------------------------- a fila de tarefas
-
-
 def _check_tasks(task_seconds: Iterable[float], cores: float) -> np.ndarray:
     times = np.asarray(list(task_seconds), dtype=float)
     if times.size == 0:
@@ -227,35 +188,15 @@ def makespan_lower_bound(task_seconds: Iterable[float], cores: float) -> float:
 
 
 def speedup_bound(task_seconds: Iterable[float], cores: float) -> float:
-    """O maior speedup possível sobre a execução em série, com ``cores`` núcleos.
-
-    Nenhuma ordem de execução termina antes da tarefa mais longa nem antes de ``trabalho / núcleos``;
-    logo o speedup nunca passa de ``trabalho / max(mais longa, trabalho / núcleos)``.
-    """
+    """O maior speedup possível sobre a série: trabalho / :func:`makespan_lower_bound`."""
     times = _check_tasks(task_seconds, cores)
     total = float(times.sum())
-    if total == 0:
-        return 1.0
-    return total / makespan_lower_bound(times, cores)
-
-
-def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
-    """Tempo total se as tarefas forem entregues NESTA ORDEM ao primeiro núcleo livre.
-
-    É o que o Ray faz com tarefas independentes de 1 CPU cada: simula a fila sem custo extra.
-    """
-    times = _check_tasks(task_seconds, cores)
-    free_at = [0.0] * max(1, int(cores))
-    for t in times:
-        start = heapq.heappop(free_at)
-        heapq.heappush(free_at, start + float(t))
-    return max(free_at)
+    return total / makespan_lower_bound(times, cores) if total else 1.0
 
 
 def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, float, float]]:
-    """A fila de :func:`list_schedule_makespan`, tarefa a tarefa: ``(núcleo, início, fim)`` de cada
-    tarefa, na ordem dada. Cada tarefa vai para o núcleo que fica livre primeiro (no empate, o de
-    menor número)."""
+    """``(núcleo, início, fim)`` de cada tarefa entregue NESTA ORDEM ao primeiro núcleo livre (no
+    empate, o de menor número): o que o Ray faz com tarefas independentes de 1 CPU."""
     times = _check_tasks(task_seconds, cores)
     free_at = [(0.0, core) for core in range(max(1, int(cores)))]
     out = []
@@ -266,15 +207,18 @@ def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, 
     return out
 
 
+def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
+    """O tempo total da fila de :func:`list_schedule`."""
+    return max(end for _, _, end in list_schedule(task_seconds, cores))
+
+
 # ---------------------------------------------------------------- a floresta em blocos de árvores
-
-
 #: maior semente que o scikit-learn sorteia para cada árvore (``sklearn.ensemble._forest.MAX_INT``)
 MAX_INT = np.iinfo(np.int32).max
 
 
 class Chunk(NamedTuple):
-    """Um bloco de árvores: as árvores ``first_tree .. first_tree + n_trees - 1`` de uma floresta."""
+    """As árvores ``first_tree .. first_tree + n_trees - 1`` de uma floresta."""
 
     n_estimators: int
     max_depth: int
@@ -283,7 +227,7 @@ class Chunk(NamedTuple):
 
 
 class ChunkResult(NamedTuple):
-    """O que uma tarefa de bloco devolve: soma das previsões das suas árvores e o tempo gasto."""
+    """O que uma tarefa de bloco devolve: a soma das previsões das suas árvores e o tempo."""
 
     n_estimators: int
     max_depth: int
@@ -301,12 +245,8 @@ def split_trees(n_estimators: int, n_chunks: int) -> list[tuple[int, int]]:
         )
     n_chunks = min(n_chunks, n_estimators)
     base, extra = divmod(n_estimators, n_chunks)
-    out, first = [], 0
-    for i in range(n_chunks):
-        size = base + (1 if i < extra else 0)
-        out.append((first, size))
-        first += size
-    return out
+    sizes = [base + (1 if i < extra else 0) for i in range(n_chunks)]
+    return [(sum(sizes[:i]), size) for i, size in enumerate(sizes)]
 
 
 def plan_chunks(
@@ -319,13 +259,11 @@ def plan_chunks(
 ) -> list[Chunk]:
     """Blocos de custo parecido para toda a grade, os mais caros primeiro.
 
-    Com ``k`` blocos por núcleo, o custo-alvo de um bloco é ``custo total / (núcleos × k)``, e cada
-    configuração vira tantos blocos quantos couberem no seu custo (ao menos um). Blocos iguais
-    ainda podem deixar um núcleo parado no fim da fila, à espera do último bloco do outro; por
-    isso simulamos a fila com os custos estimados (:func:`list_schedule_makespan`) e, a partir
-    de ``k = chunks_per_core``, usamos o primeiro ``k`` (até ``8 × chunks_per_core``) em que o
-    núcleo mais carregado fica a menos de ``tolerance`` do ideal ``custo total / núcleos``; se
-    nenhum chegar lá, o mais equilibrado deles.
+    Com ``k`` blocos por núcleo, cada configuração vira ``custo / (custo total / (núcleos × k))``
+    blocos (ao menos um). Blocos iguais ainda podem deixar um núcleo parado no fim da fila: por
+    isso simulamos a fila (:func:`list_schedule_makespan`) e usamos o primeiro ``k`` a partir de
+    ``chunks_per_core`` (até ``8 ×``) cujo núcleo mais carregado fica a menos de ``tolerance`` do
+    ideal; se nenhum chegar lá, o mais equilibrado.
     """
     checked = most_expensive_first(grid, n_samples)
     if cores <= 0 or chunks_per_core <= 0:
@@ -333,32 +271,26 @@ def plan_chunks(
             f"cores e chunks_per_core devem ser positivos, recebi {cores} e {chunks_per_core}."
         )
     config_costs = [estimated_cost(n, d, n_samples) for n, d in checked]
+
+    def cost(chunk: Chunk) -> float:
+        return estimated_cost(chunk.n_trees, chunk.max_depth, n_samples)
+
     best: tuple[float, list[Chunk]] | None = None
     for per_core in range(chunks_per_core, 8 * chunks_per_core + 1):
-        chunks = _chunks_at(checked, config_costs, cores * per_core, n_samples)
-        costs = [estimated_cost(c.n_trees, c.max_depth, n_samples) for c in chunks]
+        target = sum(config_costs) / (cores * per_core)
+        chunks = [
+            Chunk(n, d, first, size)
+            for (n, d), c in zip(checked, config_costs, strict=True)
+            for first, size in split_trees(n, max(1, round(c / target)))
+        ]
+        chunks.sort(key=cost, reverse=True)
+        costs = [cost(c) for c in chunks]
         makespan = list_schedule_makespan(costs, cores)
         if best is None or makespan < best[0]:
             best = (makespan, chunks)
         if makespan <= (1 + tolerance) * sum(costs) / cores:
             break
     return best[1]
-
-
-def _chunks_at(
-    checked: list[tuple[int, int]], costs: list[float], n_chunks: int, n_samples: int | None
-) -> list[Chunk]:
-    """Cerca de ``n_chunks`` blocos de custo parecido (``costs``: o de cada configuração de
-    ``checked``), do mais caro para o mais barato."""
-    target = sum(costs) / n_chunks
-    chunks = [
-        Chunk(n, d, first, size)
-        for (n, d), cost in zip(checked, costs, strict=True)
-        for first, size in split_trees(n, max(1, round(cost / target)))
-    ]
-    return sorted(
-        chunks, key=lambda c: estimated_cost(c.n_trees, c.max_depth, n_samples), reverse=True
-    )
 
 
 def fit_forest_chunk(
@@ -372,9 +304,9 @@ def fit_forest_chunk(
 ) -> Any:
     """Treina as árvores ``first_tree ..`` da floresta ``RandomForestRegressor(random_state=...)``.
 
-    O scikit-learn sorteia uma semente por árvore, em sequência, de ``RandomState(random_state)``.
-    Pulando as ``first_tree`` primeiras sementes (o mesmo truque do ``warm_start``), o bloco
-    recebe exatamente as árvores que a floresta inteira teria nessas posições.
+    O scikit-learn sorteia uma semente por árvore, em sequência, de ``RandomState(random_state)``:
+    pulando as ``first_tree`` primeiras (o truque do ``warm_start``), o bloco recebe exatamente
+    as árvores que a floresta inteira teria nessas posições.
     """
     from sklearn.ensemble import RandomForestRegressor
 
@@ -407,11 +339,8 @@ def merge_forests(forests: Sequence[Any]) -> Any:
 def fit_chunk_and_predict(
     chunk: Chunk, X_train: Any, y_train: Any, X_test: Any, random_state: int = RANDOM_STATE
 ) -> ChunkResult:
-    """Treina um bloco e devolve a SOMA das previsões das suas árvores em ``X_test``.
-
-    Devolver previsões (não as árvores) mantém a tarefa leve: uma floresta profunda ocupa
-    centenas de MB, as previsões só ``len(X_test)`` números.
-    """
+    """Treina um bloco e devolve a SOMA das previsões das suas árvores em ``X_test`` (leve: uma
+    floresta profunda ocupa centenas de MB, as previsões só ``len(X_test)`` números)."""
     start = time.perf_counter()
     model = fit_forest_chunk(
         chunk.n_trees,
@@ -428,11 +357,9 @@ def fit_chunk_and_predict(
 def combine_chunks(
     parts: Iterable[ChunkResult], y_test: Any
 ) -> list[tuple[int, int, float, float]]:
-    """Junta os blocos de cada configuração: ``(n_estimators, max_depth, mse, segundos somados)``.
-
-    A previsão da floresta é a média das árvores: soma dos blocos / ``n_estimators``.
-    Levanta ``ValueError`` se faltar ou sobrar árvore em alguma configuração.
-    """
+    """Junta os blocos de cada configuração: ``(n_estimators, max_depth, mse, segundos somados)``
+    (a previsão é a soma dos blocos / ``n_estimators``). ``ValueError`` se faltar ou sobrar
+    árvore em alguma configuração."""
     y_test = np.asarray(y_test, dtype=float)
     groups: dict[tuple[int, int], list[ChunkResult]] = {}
     for part in parts:
@@ -454,8 +381,6 @@ def combine_chunks(
 
 
 # ---------------------------------------------------------------- resultados gravados linha a linha
-
-
 #: colunas dos resultados de uma busca (uma linha por configuração)
 RESULT_COLUMNS = ("n_estimators", "max_depth", "mse", "segundos")
 
@@ -476,36 +401,29 @@ def _csv_line(row: Sequence[Any]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
+def start_csv(
+    path: Path | str, columns: Sequence[str] = RESULT_COLUMNS, rows: Iterable[Sequence[Any]] = ()
+) -> Path:
+    """(Re)cria o CSV com o cabeçalho e ``rows``, atomicamente: montado ao lado e trocado de uma
+    vez (``os.replace``), quem lê nunca vê um CSV pela metade."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(_csv_line(columns) + b"".join(_csv_line(r) for r in rows))
+    os.replace(tmp, path)
+    return path
+
+
 def save_results(
     results: Iterable[Sequence[Any]], name: str, columns: Sequence[str] = RESULT_COLUMNS
 ) -> Path:
-    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho.
-
-    A escrita é atômica: o arquivo é montado ao lado e trocado de uma vez (``os.replace``), então
-    quem lê nunca vê um CSV pela metade.
-    """
-    path = results_path(name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(_csv_line(columns) + b"".join(_csv_line(r) for r in results))
-    os.replace(tmp, path)
-    return path
-
-
-def start_csv(path: Path | str, columns: Sequence[str] = RESULT_COLUMNS) -> Path:
-    """Cria (ou recria) o CSV só com o cabeçalho, de forma atômica."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(_csv_line(columns))
-    os.replace(tmp, path)
-    return path
+    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho."""
+    return start_csv(results_path(name), columns, results)
 
 
 def append_row(path: Path | str, row: Sequence[Any]) -> None:
-    """Acrescenta UMA linha ao CSV numa única escrita ``O_APPEND`` e força a gravação em disco.
-
-    Se o processo morrer, o arquivo termina numa linha inteira (ou, no pior caso, numa linha
-    cortada sem ``\\n``, que :func:`read_results` descarta): nada do que já estava lá se perde.
-    """
+    """Acrescenta UMA linha ao CSV numa única escrita ``O_APPEND`` e força a gravação em disco:
+    se o processo morrer, no pior caso fica uma linha cortada sem ``\\n``, que
+    :func:`read_results` descarta; nada do que já estava lá se perde."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, _csv_line(row))
@@ -515,24 +433,16 @@ def append_row(path: Path | str, row: Sequence[Any]) -> None:
 
 
 def read_results(path: Path | str) -> list[tuple[int, int, float, float]]:
-    """Lê um CSV de resultados: ``[(n_estimators, max_depth, mse, segundos), ...]``.
-
-    Uma última linha sem ``\\n`` (o processo morreu no meio da escrita) é ignorada. Arquivo
-    ausente = nenhum resultado.
-    """
+    """``[(n_estimators, max_depth, mse, segundos), ...]`` de um CSV (ausente: nenhum), sem uma
+    última linha cortada (sem ``\\n``)."""
     path = Path(path)
     if not path.exists():
         return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")[1:]  # sem o cabeçalho
-    lines = lines[:-1]  # o que vem depois do último \n: vazio, ou uma linha cortada
-    rows = []
-    for fields in csv.reader(lines):
-        if len(fields) != len(RESULT_COLUMNS):
-            continue
-        n, d, mse, sec = fields
-        rows.append((int(n), int(d), float(mse), float(sec)))
-    return rows
+    lines = path.read_text(encoding="utf-8").split("\n")[1:-1]  # sem o cabeçalho e o resto
+    return [
+        (int(n), int(d), float(mse), float(sec))
+        for n, d, mse, sec in (f for f in csv.reader(lines) if len(f) == len(RESULT_COLUMNS))
+    ]
 
 
 def gather_with_progress(
@@ -546,11 +456,9 @@ def gather_with_progress(
 ) -> list[Any]:
     """Espera as tarefas com ``ray.wait`` e uma barra ``tqdm``; devolve na ordem de envio.
 
-    Com ``csv_path``, cada resultado é acrescentado ao CSV assim que chega, numa escrita atômica
-    (:func:`append_row`): se a busca cair no meio, o que já terminou está salvo. O arquivo é
-    recriado no início, a menos que ``append=True`` (retomada, :func:`resumable_search`). Com
-    ``timeout_s``, levanta ``TimeoutError`` se nenhuma tarefa terminar nesse intervalo (em vez de
-    esperar para sempre).
+    Com ``csv_path``, cada resultado vai para o CSV assim que chega (:func:`append_row`); o
+    arquivo é recriado no início, a menos que ``append=True`` (retomada). Com ``timeout_s``,
+    ``TimeoutError`` se nenhuma tarefa terminar nesse intervalo.
     """
     import ray
     from tqdm import tqdm
@@ -592,9 +500,8 @@ def resumable_search(
     """Uma busca que retoma de onde parou: nada do que terminou é perdido nem refeito.
 
     ``submit(n_estimators, max_depth)`` envia uma configuração e devolve a referência Ray de
-    ``(n, profundidade, mse, segundos)``. As configurações que já estão em ``csv_path`` (de uma
-    execução anterior, interrompida ou não) não são enviadas de novo; as outras são acrescentadas
-    ao CSV uma linha por vez, assim que terminam. Devolve os resultados na ordem da grade.
+    ``(n, profundidade, mse, segundos)``. As que já estão em ``csv_path`` não são enviadas de
+    novo; as outras vão para o CSV assim que terminam. Devolve na ordem da grade.
     """
     checked = validate_grid(grid)
     if len(set(checked)) != len(checked):
@@ -605,10 +512,8 @@ def resumable_search(
     path = Path(csv_path)
     done = {(n, d): (n, d, mse, s) for n, d, mse, s in read_results(path)}
     if path.exists():  # descarta uma linha cortada no fim (o processo morreu escrevendo)
-        raw = path.read_bytes()
-        os.truncate(path, raw.rfind(b"\n") + 1)
-    todo = [cfg for cfg in checked if cfg not in done]
-    refs = [submit(n, d) for n, d in todo]
+        os.truncate(path, path.read_bytes().rfind(b"\n") + 1)
+    refs = [submit(n, d) for n, d in checked if (n, d) not in done]
     for value in gather_with_progress(
         refs, desc=desc, csv_path=path, timeout_s=timeout_s, append=True
     ):
