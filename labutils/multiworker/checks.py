@@ -1,25 +1,15 @@
-"""Autoverificações do exercício da lição 07, com retorno imediato em português.
+"""Autoverificações do exercício da lição 07: ``✅ ...`` quando está certo; senão
+:class:`CheckFailed` (o que está errado e como corrigir) ou, num TODO por fazer (``checks.todo``
+ou ``...``), :class:`TodoNotDone`. O Jupyter mostra só a mensagem, sem traceback.
 
-Cada ``check_*`` imprime ``✅ ...`` quando está tudo certo e, quando não está, levanta
-:class:`CheckFailed` dizendo o que está errado e como corrigir. Um TODO ainda não feito
-(``checks.todo(...)`` ou o marcador ``...``) gera :class:`TodoNotDone`: "ainda não terminado",
-sem um traceback enorme (o Jupyter mostra só a mensagem).
-
-Uma seção por TODO do notebook, na ordem dele, depois das mensagens e de :func:`pending_todo`:
-
-1. os dados de cada worker (:func:`check_worker_datasets`): com 2 e 3 workers e exemplos
-   numerados, as fatias são disjuntas, cobrem treino e validação uma vez e vêm em lotes globais;
-2. o modelo (:func:`check_build_model`): criado dentro de ``strategy.scope()``, perda coerente;
-3. a função de treino (:func:`check_training_function`): rodada em 2 processos locais, um passo,
-   sem o Ray (com :func:`labutils.multiworker.launch_by_hand`);
-4. o trainer antes do ``fit`` (:func:`check_trainer`, :func:`check_scaling_config`);
-5. e 6. o resultado do treino (:func:`check_result`) e a acurácia (:func:`check_accuracy`).
+Uma seção por TODO do notebook, na ordem dele: 1. os dados de cada worker; 2. o modelo; 3. a
+função de treino (2 processos locais, um passo, sem o Ray); 4. o trainer antes do ``fit``;
+5 e 6. o resultado do treino e a acurácia.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,21 +17,18 @@ from typing import Any
 from labutils import config as lab_config
 from labutils.multiworker import launch_by_hand, read_workers, strategy_name
 
+MWMS = "MultiWorkerMirroredStrategy"
+
+
 # ---------------------------------------------------------------- as mensagens
-
-
 class _FriendlyError(Exception):
     """Erro mostrado no Jupyter só com a mensagem (sem traceback)."""
 
     icon = "❌"
 
     def _render_traceback_(self) -> list[str]:  # usado pelo IPython no lugar do traceback
-        return [
-            f"{self.icon} {line}" if i == 0 else f"   {line}" for i, line in enumerate(self.lines())
-        ]
-
-    def lines(self) -> list[str]:
-        return str(self).splitlines() or [type(self).__name__]
+        lines = str(self).splitlines() or [type(self).__name__]
+        return [f"{self.icon} {lines[0]}"] + [f"   {line}" for line in lines[1:]]
 
     def __reduce__(self):  # atravessa o pickle (ex.: vindo de um worker do Ray)
         return (type(self), tuple(str(a) for a in self.args))
@@ -72,8 +59,6 @@ def ok(message: str) -> None:
 
 
 # ---------------------------------------------------------------- um TODO pendente
-
-
 def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
     """Os argumentos constantes de cada chamada ``todo(...)`` no código (e nos aninhados)."""
     import dis
@@ -95,12 +80,9 @@ def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
 
 
 def pending_todo(fn: Any) -> str | None:
-    """A mensagem do 1º ``checks.todo(...)`` ainda presente em ``fn`` ou nas funções que ela usa.
-
-    Olha o código (sem executá-lo) da função e das funções do mesmo módulo que ela chama, como
-    ``train_loop_per_worker`` → ``train_epochs``. Serve para avisar de um TODO por fazer ANTES de
-    iniciar os workers: dentro deles, o erro seria repetido a cada nova tentativa do Ray Train.
-    """
+    """A mensagem do 1º ``checks.todo(...)`` ainda presente em ``fn`` ou nas funções do mesmo
+    módulo que ela chama (lendo o código, sem executá-lo). Avisa ANTES de iniciar os workers:
+    dentro deles, o erro se repetiria a cada nova tentativa do Ray Train."""
     seen: set[int] = set()
     stack = [fn]
     while stack:
@@ -112,22 +94,24 @@ def pending_todo(fn: Any) -> str | None:
         for args in _todo_calls(code):
             if len(args) >= 2:
                 return f"TODO {args[0]} ainda não terminado: {args[1]}."
-        module = getattr(f, "__module__", None)
         names = list(code.co_names)  # na ordem em que aparecem no código
         for const in code.co_consts:
-            if hasattr(const, "co_names"):
-                names += const.co_names
+            names += getattr(const, "co_names", ())
         for name in dict.fromkeys(names):
             other = getattr(f, "__globals__", {}).get(name)
-            if callable(other) and getattr(other, "__module__", None) == module:
+            if callable(other) and getattr(other, "__module__", None) == f.__module__:
                 stack.append(other)
     return None
 
 
 # ---------------------------------------------------------------- TODO 1: os dados de cada worker
-
 #: tamanhos do teste dos dados: poucos exemplos numerados (o número vai no rótulo)
 _TRAIN_IDS, _VAL_IDS, _BATCH = 96, 48, 4
+_SHARD_FIX = (
+    "Fatie com dataset.shard(num_workers, worker_index) ANTES do shuffle e desligue a fatia "
+    "automática da estratégia (AutoShardPolicy.OFF); ou use a mesma semente de shuffle em todos "
+    "os workers."
+)
 
 
 def _numbered(start: int, count: int) -> Any:
@@ -135,17 +119,13 @@ def _numbered(start: int, count: int) -> Any:
     import tensorflow as tf
 
     ids = tf.range(start, start + count, dtype=tf.int64)
-    images = tf.zeros((count, 2, 2, 3), tf.uint8)
-    return tf.data.Dataset.from_tensor_slices((images, ids))
+    return tf.data.Dataset.from_tensor_slices((tf.zeros((count, 2, 2, 3), tf.uint8), ids))
 
 
 def _as_the_strategy_sees_it(dataset: Any, num_workers: int, index: int, global_batch: int) -> Any:
-    """O que a ``MultiWorkerMirroredStrategy`` faz com o dataset de um worker.
-
-    Com ``AutoShardPolicy.OFF`` ela não mexe nos exemplos. Com qualquer outra política, nestes
-    dados em memória ela fatia por elementos (``DATA``): reparte cada lote global em
-    ``num_workers`` pedaços e o worker ``index`` fica com um de cada ``num_workers``.
-    """
+    """O que a ``MultiWorkerMirroredStrategy`` faz com o dataset de um worker: com
+    ``AutoShardPolicy.OFF``, nada; com outra política, nestes dados em memória, fatia por
+    elementos (``DATA``): cada lote global em ``num_workers`` pedaços, um para cada worker."""
     import tensorflow as tf
 
     policy = dataset.options().experimental_distribute.auto_shard_policy
@@ -154,77 +134,60 @@ def _as_the_strategy_sees_it(dataset: Any, num_workers: int, index: int, global_
     return dataset.rebatch(max(1, global_batch // num_workers)).shard(num_workers, index)
 
 
-def _seen_ids(
-    fn: Callable, split: int, num_workers: int, global_batch: int
-) -> tuple[list[list[int]], set[int]]:
-    """Os números que cada worker vê numa época (``split`` 0 = treino, 1 = validação)."""
-    seen, batch_sizes = [], set()
-    for index in range(num_workers):
-        made = fn(
-            _numbered(0, _TRAIN_IDS),
-            _numbered(_TRAIN_IDS, _VAL_IDS),
-            global_batch=global_batch,
-            num_workers=num_workers,
-            worker_index=index,
-        )
-        unfinished(made, "worker_datasets")
-        if not isinstance(made, tuple | list) or len(made) != 2:
-            raise CheckFailed(
-                f"worker_datasets deve devolver (treino, validação), recebi {type(made).__name__}."
-            )
-        dataset = made[split]
-        batch_sizes |= {int(x.shape[0]) for x, _ in dataset.take(1)}
-        dataset = _as_the_strategy_sees_it(dataset, num_workers, index, global_batch)
-        seen.append([int(i) for _, ids in dataset for i in ids.numpy().ravel()])
-    return seen, batch_sizes
-
-
 def _compare(seen: list[list[int]], expected: range, what: str, num_workers: int) -> None:
-    fix = (
-        "Fatie com dataset.shard(num_workers, worker_index) ANTES do shuffle e desligue a "
-        "fatia automática da estratégia (AutoShardPolicy.OFF); ou use a mesma semente de "
-        "shuffle em todos os workers."
-    )
+    """Os exemplos que cada worker viu numa época: sem repetir, sem sobrepor, cobrindo tudo."""
+    where = f"{what}, {num_workers} workers"
     for worker, ids in enumerate(seen):
-        repeated = len(ids) - len(set(ids))
-        if repeated:
+        if len(ids) != len(set(ids)):
             raise CheckFailed(
-                f"{what}, {num_workers} workers: o worker {worker} viu {repeated} exemplo(s) duas "
-                f"vezes na mesma época. {fix}"
+                f"{where}: o worker {worker} viu {len(ids) - len(set(ids))} exemplo(s) duas vezes "
+                f"na mesma época. {_SHARD_FIX}"
             )
     for a in range(num_workers):
         for b in range(a + 1, num_workers):
-            common = set(seen[a]) & set(seen[b])
-            if common:
+            if common := set(seen[a]) & set(seen[b]):
                 raise CheckFailed(
-                    f"{what}, {num_workers} workers: os workers {a} e {b} viram os mesmos "
-                    f"{len(common)} exemplo(s) na mesma época (as fatias se sobrepõem). {fix}"
+                    f"{where}: os workers {a} e {b} viram os mesmos {len(common)} exemplo(s) na "
+                    f"mesma época (as fatias se sobrepõem). {_SHARD_FIX}"
                 )
-    missing = set(expected) - {i for ids in seen for i in ids}
-    if missing:
+    if missing := set(expected) - {i for ids in seen for i in ids}:
         raise CheckFailed(
-            f"{what}, {num_workers} workers: {len(missing)} de {len(expected)} exemplos não foram "
-            f"vistos por nenhum worker na época. {fix}"
+            f"{where}: {len(missing)} de {len(expected)} exemplos não foram vistos por nenhum "
+            f"worker na época. {_SHARD_FIX}"
         )
 
 
 def check_worker_datasets(worker_datasets: Any) -> None:
-    """Confere ``worker_datasets(train, val, *, global_batch, num_workers, worker_index)``.
-
-    Com 2 e 3 workers e exemplos numerados: numa época, os workers veem conjuntos disjuntos que
-    juntos cobrem o treino exatamente uma vez (e a validação também), como a estratégia os veria,
-    em lotes do tamanho do lote GLOBAL.
-    """
+    """Confere ``worker_datasets(train, val, *, global_batch, num_workers, worker_index)`` com 2 e
+    3 workers e exemplos numerados: como a estratégia os veria, numa época os workers veem fatias
+    disjuntas que cobrem o treino (e a validação) uma vez, em lotes do tamanho GLOBAL."""
     unfinished(worker_datasets, "worker_datasets")
     if not callable(worker_datasets):
         raise CheckFailed(f"worker_datasets deve ser uma função, recebi {worker_datasets!r}.")
     for num_workers in (2, 3):
         global_batch = _BATCH * num_workers
+        made = []
+        for index in range(num_workers):
+            pair = worker_datasets(
+                _numbered(0, _TRAIN_IDS),
+                _numbered(_TRAIN_IDS, _VAL_IDS),
+                global_batch=global_batch,
+                num_workers=num_workers,
+                worker_index=index,
+            )
+            unfinished(pair, "worker_datasets")
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise CheckFailed(
+                    "worker_datasets deve devolver (treino, validação), recebi "
+                    f"{type(pair).__name__}."
+                )
+            made.append(pair)
         for split, what, expected in (
             (0, "treino", range(_TRAIN_IDS)),
             (1, "validação", range(_TRAIN_IDS, _TRAIN_IDS + _VAL_IDS)),
         ):
-            seen, batch_sizes = _seen_ids(worker_datasets, split, num_workers, global_batch)
+            datasets = [pair[split] for pair in made]
+            batch_sizes = {int(x.shape[0]) for d in datasets for x, _ in d.take(1)}
             if batch_sizes != {global_batch}:
                 raise CheckFailed(
                     f"{what}, {num_workers} workers: o 1º lote tem {sorted(batch_sizes)} "
@@ -232,13 +195,16 @@ def check_worker_datasets(worker_datasets: Any) -> None:
                     "global_batch=global_batch ao get_data: a estratégia divide o lote global "
                     "entre os workers."
                 )
+            views = [
+                _as_the_strategy_sees_it(d, num_workers, index, global_batch)
+                for index, d in enumerate(datasets)
+            ]
+            seen = [[int(i) for _, ids in view for i in ids.numpy().ravel()] for view in views]
             _compare(seen, expected, what, num_workers)
     ok("cada worker lê a sua fatia: disjuntas, cobrindo treino e validação uma vez por época")
 
 
 # ---------------------------------------------------------------- TODO 2: o modelo
-
-
 def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     """Confere ``build_model(strategy, num_classes)``: escopo e par saída/perda."""
     import tensorflow as tf
@@ -268,14 +234,11 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
 
 
 # ---------------------------------------------------------------- TODO 3: a função de treino
-#
-# :func:`check_training_function` roda a função do aluno em 2 processos locais, cada um com o seu
-# ``TF_CONFIG`` (o que o Ray Train faria), com um CIFAR-100 de mentira e pequeno, cujas imagens
-# trazem o número do exemplo nos pixels, e **um passo** em cada ``model.fit``. Em cada processo,
-# :func:`_observe` troca ``ray.train.report``/``get_context``/``get_checkpoint`` por versões que só
-# anotam, e o ``fit`` por um que anota o que recebeu (a estratégia do modelo, o tamanho do lote e
-# os exemplos que a estratégia entregaria a este worker numa época) antes de treinar o passo.
-# O driver compara o que os dois processos anotaram.
+# A função do aluno roda em 2 processos locais, cada um com o seu ``TF_CONFIG`` (o que o Ray Train
+# faria), com um CIFAR-100 pequeno cujas imagens trazem o número do exemplo nos pixels e **um
+# passo** por ``fit``. Em cada processo, :func:`_observe` troca ``ray.train.report``/
+# ``get_context``/``get_checkpoint`` e o ``fit`` por versões que anotam o que receberam; o driver
+# compara as anotações dos dois (:func:`_verdict`).
 
 #: exemplos do CIFAR de mentira (10% viram a validação) e limite de tempo da verificação
 _EXAMPLES, _TIMEOUT_S = 300, 240.0
@@ -289,17 +252,11 @@ def _tiny_cifar(scale: str | None = None, **_: Any) -> Any:
 
     from labutils.data import Cifar100
 
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, size=(_EXAMPLES, 32, 32, 3), dtype=np.uint8)
+    images = np.random.default_rng(0).integers(0, 256, (_EXAMPLES, 32, 32, 3), dtype=np.uint8)
     ids = np.arange(_EXAMPLES)
     images[:, 0, 0, 0], images[:, 0, 0, 1] = ids % 256, ids // 256
     data = tf.data.Dataset.from_tensor_slices((images, (ids % 100).astype("int64")))
     return Cifar100(data, data, None, _EXAMPLES, _EXAMPLES, True, "numerado (verificação)")
-
-
-def _ids(images: Any) -> list[int]:
-    pixels = (images.numpy()[:, 0, 0, :2] * 255).round().astype(int)
-    return [int(a + 256 * b) for a, b in pixels]
 
 
 def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
@@ -330,7 +287,8 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(x, tf.data.Dataset):
             entry["batch"] = int(next(iter(x.take(1)))[0].shape[0])
             view = _as_the_strategy_sees_it(x, num_workers, rank, entry["batch"])
-            entry["ids"] = [i for images, _ in view for i in _ids(images)]
+            pixels = [(im.numpy()[:, 0, 0, :2] * 255).round().astype(int) for im, _ in view]
+            entry["ids"] = [int(a + 256 * b) for batch in pixels for a, b in batch]
             x = x.take(1)  # um passo basta
             if isinstance(kwargs.get("validation_data"), tf.data.Dataset):
                 kwargs["validation_data"] = kwargs["validation_data"].take(1)
@@ -361,6 +319,8 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, Any]]:
+    """:func:`_observe` em ``num_workers`` processos; os erros deles viram mensagens."""
+
     def observed(cfg: dict[str, Any]) -> dict[str, Any]:
         return _observe(fn, cfg)
 
@@ -394,30 +354,40 @@ def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, An
     return [run["value"] for run in runs]
 
 
+def _check_worker(rank, strategy, replicas, batch, num_workers: int, global_batch: int) -> None:
+    """A estratégia do MODELO de um worker, as réplicas em sincronia e o lote (TODOs 3 e 5)."""
+    if str(strategy).startswith("padrão"):
+        raise CheckFailed(
+            f"O modelo do worker {rank} foi criado FORA de strategy.scope() (a estratégia padrão):"
+            " cada worker treina sozinho, sem somar gradientes. Crie e compile o modelo dentro de "
+            "`with strategy.scope():` (o build_model do TODO 2)."
+        )
+    if strategy != MWMS or replicas != num_workers:
+        raise CheckFailed(
+            f"O modelo do worker {rank} usa {strategy} com {replicas} réplica(s) em sincronia; "
+            f"esperado {MWMS} com {num_workers} (uma por worker), criada no início da função de "
+            "treino: só ela soma os gradientes entre processos (com menos réplicas, ela não viu "
+            "o cluster todo: TF_CONFIG?)."
+        )
+    if batch != global_batch:
+        raise CheckFailed(
+            f"O worker {rank} usou lote global {batch}, esperado o lote GLOBAL, {global_batch} "
+            f"(lote por worker × {num_workers} workers): a estratégia divide cada lote global "
+            "entre os workers."
+        )
+
+
 def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) -> None:
+    """Compara o que os workers anotaram (:func:`_observe`)."""
+    sizes = (num_workers, global_batch)
     for worker in seen:
-        rank, fits = worker["rank"], worker["fits"]
-        if not fits:
-            raise CheckFailed(f"O worker {rank} não chamou model.fit: treine a cada época.")
-        used = fits[0]
-        if used["strategy"].startswith("padrão"):
+        if not worker["fits"]:
             raise CheckFailed(
-                f"O modelo do worker {rank} foi criado FORA de strategy.scope(): cada worker "
-                "treinaria sozinho, sem somar gradientes. Crie e compile o modelo dentro de "
-                "`with strategy.scope():` (o build_model do TODO 2)."
+                f"O worker {worker['rank']} não chamou model.fit: treine a cada época."
             )
-        if used["strategy"] != "MultiWorkerMirroredStrategy" or used["replicas"] != num_workers:
-            raise CheckFailed(
-                f"O modelo do worker {rank} usa {used['strategy']} com {used['replicas']} "
-                f"réplica(s); esperado MultiWorkerMirroredStrategy com {num_workers} (uma por "
-                "worker): só ela soma os gradientes entre processos."
-            )
-        if used.get("batch") != global_batch:
-            raise CheckFailed(
-                f"O worker {rank} treinou com lotes de {used.get('batch')} exemplos; esperado o "
-                f"lote GLOBAL, {global_batch} (lote por worker × {num_workers} workers): a "
-                "estratégia divide cada lote global entre os workers."
-            )
+        used = worker["fits"][0]
+        batch = used.get("batch")
+        _check_worker(worker["rank"], used["strategy"], used["replicas"], batch, *sizes)
     ids = [worker["fits"][0]["ids"] for worker in seen]
     _compare(ids, range(_EXAMPLES // 10, _EXAMPLES), "treino", num_workers)
     for worker in seen:
@@ -457,22 +427,15 @@ def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) ->
 
 
 def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
-    """Roda ``fn(config)`` em ``num_workers`` processos, um passo por época, e confere o que fez.
-
-    Uma época (``config["epochs"]`` vira 1), ``config["batch_per_worker"]`` por worker. Falha
-    com a mensagem do primeiro erro encontrado: estratégia criada tarde, modelo fora do escopo,
-    outra estratégia, lote por worker no lugar do global, dados sem fatiar, report só no rank 0,
-    report sem checkpoint.
-    """
+    """Roda ``fn(config)`` em ``num_workers`` processos, uma época de um passo com
+    ``config["batch_per_worker"]`` por worker, e falha no primeiro erro encontrado."""
     unfinished(fn, "train_loop_per_worker")
     if not callable(fn):
         raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
-    pending = pending_todo(fn)
-    if pending:  # nem inicia os processos
+    if pending := pending_todo(fn):  # nem inicia os processos
         raise TodoNotDone(pending)
     global_batch = int(config["batch_per_worker"]) * num_workers
-    seen = _run(fn, {**config, "epochs": 1}, num_workers)
-    _verdict(seen, num_workers, global_batch)
+    _verdict(_run(fn, {**config, "epochs": 1}, num_workers), num_workers, global_batch)
     ok(
         f"{num_workers} processos, 1 passo: estratégia criada antes de tudo, modelo no escopo, "
         f"lote global {global_batch}, fatias disjuntas, report com checkpoint em todos, "
@@ -481,8 +444,6 @@ def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 
 
 
 # ---------------------------------------------------------------- TODO 4: o trainer
-
-
 def check_scaling_config(scaling_config: Any, plan: Any) -> None:
     """Confere o ``ScalingConfig`` contra o plano (``multiworker.plan_workers``)."""
     from ray.train import ScalingConfig
@@ -525,8 +486,7 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
             "O trainer não recebeu a sua train_loop_per_worker (o 1º argumento do "
             "TensorflowTrainer é a função que cada worker roda)."
         )
-    pending = pending_todo(train_loop_per_worker)
-    if pending:  # dentro dos workers, o erro se repetiria a cada nova tentativa
+    if pending := pending_todo(train_loop_per_worker):
         raise TodoNotDone(pending)
     config = trainer.train_loop_config or {}
     if not {"batch_per_worker", "epochs"} <= set(config):
@@ -567,19 +527,11 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
 
 
 # ---------------------------------------------------------------- TODOs 5 e 6: o resultado
-
-
 def check_result(
-    result: Any,
-    workers: list[dict] | None = None,
-    *,
-    num_workers: int,
-    batch_per_worker: int,
+    result: Any, workers: list[dict] | None = None, *, num_workers: int, batch_per_worker: int
 ) -> None:
-    """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker viu.
-
-    ``workers``: as descrições gravadas no checkpoint (padrão: lidas de ``result.checkpoint``).
-    """
+    """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker usou
+    (``workers``: as descrições gravadas no checkpoint; padrão: lidas de ``result.checkpoint``)."""
     unfinished(result, "result (TODO 5)")
     if getattr(result, "checkpoint", None) is None:
         raise CheckFailed(
@@ -594,40 +546,17 @@ def check_result(
             "No Ray Train V2 as métricas só são guardadas quando vêm junto com um checkpoint."
         )
     ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
-    if workers is None:
-        workers = read_workers(result.checkpoint)
+    workers = read_workers(result.checkpoint) if workers is None else workers
     if len(workers) != num_workers:
         raise CheckFailed(
             f"O checkpoint tem a descrição de {len(workers)} worker(s), esperado {num_workers}: "
             "cada worker grava worker_<rank>.json na pasta do checkpoint antes do report."
         )
+    expected = batch_per_worker * num_workers
     for info in workers:
-        rank = info.get("rank")
-        used = str(info.get("strategy"))
-        if used.startswith("padrão"):
-            raise CheckFailed(
-                f"O modelo do worker {rank} foi criado FORA de strategy.scope() "
-                "(model.distribute_strategy é a estratégia padrão): cada worker treinou sozinho, "
-                "sem somar gradientes. Crie e compile o modelo dentro de `with strategy.scope():`."
-            )
-        if used != "MultiWorkerMirroredStrategy":
-            raise CheckFailed(
-                f"O modelo do worker {rank} usou {used!r}: crie "
-                "tf.distribute.MultiWorkerMirroredStrategy() no início do laço de cada worker "
-                "e o modelo dentro do escopo dela."
-            )
-        if info.get("replicas") != num_workers:
-            raise CheckFailed(
-                f"O worker {rank} viu {info.get('replicas')} réplica(s) em sincronia, esperado "
-                f"{num_workers}: a estratégia não enxergou o cluster todo (TF_CONFIG?)."
-            )
-        expected = batch_per_worker * num_workers
-        if info.get("global_batch") != expected:
-            raise CheckFailed(
-                f"O worker {rank} usou lote global {info.get('global_batch')}, esperado {expected} "
-                f"({batch_per_worker} por worker × {num_workers} workers)."
-            )
-    ok(f"{num_workers} workers com MultiWorkerMirroredStrategy, lote global {expected}")
+        used = [info.get(key) for key in ("rank", "strategy", "replicas", "global_batch")]
+        _check_worker(*used, num_workers, expected)
+    ok(f"{num_workers} workers com {MWMS}, lote global {expected}")
 
 
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
