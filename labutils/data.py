@@ -1,17 +1,11 @@
-"""Conjuntos de dados do laboratório, sempre pelos carregadores reais.
+"""Conjuntos de dados do laboratório, sempre pelos carregadores reais: California Housing
+(``fetch_california_housing`` do scikit-learn) e CIFAR-100 (``tfds.load``), com ``data/``.
 
-- California Housing: ``sklearn.datasets.fetch_california_housing`` com ``data_home`` em ``data/``.
-- CIFAR-100: ``tensorflow_datasets.load("cifar100", data_dir=data/)``.
-
-Na escala ``full`` os dados reais são usados (e baixados, se houver internet). Na escala ``smoke``
-(CI, sem internet) o mesmo caminho de código recebe dados locais, e isso é dito claramente:
-um arquivo sintético com o mesmo esquema do California Housing, gerado pelo projeto, e o
-``tfds.testing.mock_data`` para o CIFAR-100 (imagens aleatórias). Nunca são apresentados como reais.
-
-Linha de comando (preparar uma sala de aula antes de ficar sem internet)::
-
-    python -m labutils.data download     # baixa tudo para data/
-    python -m labutils.data status       # mostra o que já está em data/
+Na escala ``full``, os dados reais (baixados se houver internet). Na escala ``smoke`` (CI, sem
+internet) e no ensaio (``LABUTILS_SYNTHETIC_DATA=1``, no tamanho real), o mesmo caminho recebe
+dados locais, e isso é dito: um arquivo SINTÉTICO no esquema do California Housing e o
+``tfds.testing.mock_data`` (imagens aleatórias). Nunca são apresentados como reais.
+Antes de a sala ficar sem internet: ``python -m labutils.data download`` (ou ``status``).
 """
 
 from __future__ import annotations
@@ -39,13 +33,7 @@ class DatasetUnavailableError(RuntimeError):
     """O conjunto de dados não está em ``data/`` e não pôde ser baixado."""
 
 
-def host_reachable(host: str, port: int = 443, timeout: float = 3.0) -> bool:
-    """``True`` se uma conexão TCP a ``host:port`` abre em até ``timeout`` segundos."""
-    return reachable(host, port, timeout) is None
-
-
 def _missing_message(name: str, where: Path, host: str) -> str:
-    """Mensagem em português: o que falta, onde, e como obter."""
     return (
         f"O conjunto {name} não está em {where} e não foi possível baixá-lo "
         f"(sem acesso a {host}).\n"
@@ -63,17 +51,10 @@ def housing_home() -> Path:
     return data_dir() / "california_housing"
 
 
-def housing_fixture_home() -> Path:
-    return data_dir() / "fixtures" / "california_housing"
-
-
 def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> Path:
-    """Gera um arquivo SINTÉTICO no formato do cache do scikit-learn (``cal_housing_py3.pkz``).
-
-    Mesmo esquema e faixas plausíveis do conjunto real (renda, idade, cômodos, população,
-    lotação, latitude, longitude; alvo em US$ 100 mil), com um alvo que depende das variáveis
-    para que o modelo tenha o que aprender. Não é o conjunto real.
-    """
+    """Gera um arquivo SINTÉTICO no formato do cache do scikit-learn (``cal_housing_py3.pkz``):
+    o esquema e faixas plausíveis do conjunto real, com um alvo (em US$ 100 mil) que depende das
+    variáveis, para que o modelo tenha o que aprender."""
     import joblib
     import numpy as np
 
@@ -116,11 +97,8 @@ def _corrupt_message(path: Path, err: BaseException) -> str:
 
 
 def _download_housing(home: Path) -> None:
-    """Baixa para uma pasta temporária e só então move o arquivo pronto para ``home``.
-
-    Um download interrompido (Ctrl+C, queda de rede, kernel reiniciado) deixa no máximo uma
-    pasta ``.baixando-*``, nunca um ``cal_housing_py3.pkz`` pela metade.
-    """
+    """Baixa numa pasta temporária e só então move o arquivo pronto para ``home``: um download
+    interrompido nunca deixa um ``cal_housing_py3.pkz`` pela metade."""
     import shutil
 
     from sklearn.datasets import fetch_california_housing
@@ -134,19 +112,14 @@ def _download_housing(home: Path) -> None:
 
 
 def load_california_housing(scale: str | None = None, *, download: bool = True) -> Any:
-    """California Housing pelo ``fetch_california_housing`` do scikit-learn.
-
-    Devolve o ``Bunch`` do scikit-learn (``data``, ``target``, ``feature_names``, ``DESCR``)
-    com dois campos a mais: ``is_fixture`` (``True`` na escala ``smoke`` e no ensaio com
-    ``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos)
-    e ``source`` (de onde vieram os dados).
-    """
+    """O ``Bunch`` do ``fetch_california_housing``, com ``is_fixture`` (dados sintéticos: escala
+    ``smoke`` ou ensaio) e ``source`` (de onde vieram os dados)."""
     from sklearn.datasets import fetch_california_housing
 
     size = sizes(scale)
     if size.is_smoke or synthetic_data():
         rows = size.housing_examples or (2_000 if size.is_smoke else HOUSING_ROWS)
-        home = housing_fixture_home()
+        home = data_dir() / "fixtures" / "california_housing"
         if not size.is_smoke:  # o ensaio: o tamanho real, num arquivo à parte
             home = home.with_name(f"california_housing_{rows}")
         if not (home / HOUSING_FILE).exists():
@@ -173,7 +146,7 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
         from sklearn.datasets._california_housing import ARCHIVE
 
         host = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
-        if not download or not host_reachable(host):
+        if not download or reachable(host, 443) is not None:
             raise DatasetUnavailableError(_missing_message("California Housing", home, host))
         try:
             _download_housing(home)
@@ -207,26 +180,16 @@ class Cifar100:
     num_classes: int = 100
 
 
-def _quiet_absl() -> None:
-    try:
-        from absl import logging as absl_logging
-
-        absl_logging.set_verbosity(absl_logging.ERROR)
-    except ImportError:  # pragma: no cover - absl vem com o TensorFlow
-        pass
-
-
 def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar100:
     """CIFAR-100 pelo ``tfds.load("cifar100", split=["train", "test"], as_supervised=True)``.
 
-    Na escala ``smoke`` (e no ensaio, ``LABUTILS_SYNTHETIC_DATA=1``, com os tamanhos reais) o
-    carregamento real roda dentro de ``tfds.testing.mock_data``: imagens ALEATÓRIAS (treino e
-    teste iguais), só para exercitar o código. Dentro de um worker do Ray,
-    chame esta função no próprio worker: o mock vale só no processo que o ativa.
+    Na escala ``smoke`` e no ensaio, dentro de ``tfds.testing.mock_data``: imagens ALEATÓRIAS.
+    Num worker do Ray, chame-a no próprio worker: o mock vale só no processo que o ativa.
     """
     import tensorflow_datasets as tfds
+    from absl import logging as absl_logging
 
-    _quiet_absl()
+    absl_logging.set_verbosity(absl_logging.ERROR)
     size = sizes(scale)
     load = {"name": "cifar100", "split": ["train", "test"], "as_supervised": True}
     if size.is_smoke or synthetic_data():
@@ -253,7 +216,7 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
     try:
         (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
     except AssertionError:
-        if not download or not host_reachable(CIFAR_HOST):
+        if not download or reachable(CIFAR_HOST, 443) is not None:
             raise DatasetUnavailableError(
                 _missing_message("CIFAR-100", where, CIFAR_HOST)
             ) from None
@@ -297,17 +260,16 @@ def _status() -> int:
 
 def _download(only: str | None) -> int:
     ok = True
-    if only in (None, "housing"):
+    for name in ("housing", "cifar100") if only is None else (only,):
         try:
-            bunch = load_california_housing("full")
-            print(f"California Housing: {bunch.data.shape[0]} linhas em {housing_home()}")
-        except DatasetUnavailableError as err:
-            print(err, file=sys.stderr)
-            ok = False
-    if only in (None, "cifar100"):
-        try:
-            cifar = load_cifar100("full")
-            print(f"CIFAR-100: {cifar.num_train} treino + {cifar.num_test} teste em {data_dir()}")
+            if name == "housing":
+                rows = load_california_housing("full").data.shape[0]
+                print(f"California Housing: {rows} linhas em {housing_home()}")
+            else:
+                cifar = load_cifar100("full")
+                print(
+                    f"CIFAR-100: {cifar.num_train} treino + {cifar.num_test} teste em {data_dir()}"
+                )
         except DatasetUnavailableError as err:
             print(err, file=sys.stderr)
             ok = False

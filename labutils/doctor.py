@@ -1,28 +1,17 @@
 """Diagnóstico do ambiente: responde antes da aula "por que não funciona na minha máquina?".
 
-Cada verificação é uma função pequena que devolve uma ou mais linhas :class:`Row` (situação
-✅/⚠️/❌, item, detalhe e, quando algo falta, como resolver). As versões esperadas vêm de
-``pyproject.toml`` (``[project] dependencies`` + o extra ``test``), a única fonte da verdade.
+Cada verificação devolve linhas :class:`Row` (✅/⚠️/❌, item, detalhe e, quando algo falta, como
+resolver). As versões esperadas vêm só de ``pyproject.toml``. Seções, nesta ordem: a linha e
+:func:`guard`; versões fixadas; TensorFlow e tf-keras (sonda num subprocesso); Ray (painel,
+autenticação, portas); a máquina e os dados; o relatório; o tempo das lições aqui;
+:func:`run_checks` e :func:`main`::
 
-As seções, na ordem do arquivo:
-
-- a linha do relatório (:class:`Row`), os símbolos e :func:`guard`;
-- versões fixadas: Python e pacotes, comandos ``pip install``;
-- TensorFlow e tf-keras (sonda num subprocesso);
-- Ray: painel, autenticação e portas;
-- a máquina e os dados: núcleos, escala, dados e rede;
-- o relatório: resumo, texto, tabela e código de saída;
-- o tempo das lições aqui (:func:`speed_probe` + o ensaio de referência);
-- :func:`run_checks` (a ordem do relatório) e :func:`main` (a linha de comando).
-
-Linha de comando (o instrutor pode rodar em todas as máquinas da sala)::
-
-    python -m labutils.doctor             # sai com código 1 se algo impede as lições (❌)
-    python -m labutils.doctor --strict    # também sai com 1 se houver avisos (⚠️)
+    python -m labutils.doctor             # código 1 se algo impede as lições (❌)
+    python -m labutils.doctor --strict    # também código 1 com avisos (⚠️)
     python -m labutils.doctor --offline   # não testa o acesso aos servidores dos dados
     python -m labutils.doctor --no-times  # sem a estimativa do tempo de cada lição (~10 s)
 
-Nada aqui trava: rede e TensorFlow são testados com tempo-limite curto.
+Nada aqui trava: rede e TensorFlow são testados com prazo curto.
 """
 
 from __future__ import annotations
@@ -59,7 +48,6 @@ from labutils.config import (
 
 # ---------------------------------------------------------------- a linha do relatório
 
-
 OK, WARN, FAIL = "✅", "⚠️", "❌"
 INSTALL_HINT = 'rode `make setup` (ou `pip install -e ".[test]"`) na raiz do repositório'
 
@@ -88,18 +76,13 @@ def guard(item: str, check: Callable[[], Row | list[Row]]) -> list[Row]:
 
 
 # ---------------------------------------------------------------- versões fixadas
-# Lidas de ``pyproject.toml`` (a única fonte) e comparadas com ``importlib.metadata``; os comandos
-# ``pip install`` das mensagens também saem daqui.
-
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 
 
 def project_spec(path: Path = PYPROJECT) -> tuple[SpecifierSet, list[Requirement]]:
-    """Lê ``requires-python`` e as dependências fixadas (+ extra ``test``) do ``pyproject.toml``.
-
-    Sem o arquivo (pacote instalado sem o repositório), usa os metadados do ``labutils``.
-    """
+    """``requires-python`` e os pinos (+ extra ``test``) do ``pyproject.toml``; sem ele (pacote
+    instalado sem o repositório), os metadados do ``labutils``."""
     if path.exists():
         project = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
         lines = project["dependencies"] + project.get("optional-dependencies", {}).get("test", [])
@@ -112,36 +95,20 @@ def project_spec(path: Path = PYPROJECT) -> tuple[SpecifierSet, list[Requirement
     return SpecifierSet(meta["Requires-Python"] or ""), keep
 
 
-@lru_cache(maxsize=1)
-def _pins() -> dict[str, Requirement]:
-    return {r.name.lower(): r for r in project_spec()[1]}
-
-
 def pinned(name: str) -> Requirement:
     """O requisito fixado de ``name`` (ex.: ``pinned("ray")`` → ``ray[...]==2.60.0``)."""
-    try:
-        return _pins()[name.lower()]
-    except KeyError:
-        raise ValueError(f"{name!r} não está fixado em pyproject.toml.") from None
+    for req in project_spec()[1]:
+        if req.name.lower() == name.lower():
+            return req
+    raise ValueError(f"{name!r} não está fixado em pyproject.toml.")
 
 
 def pip_install(name: str, extras: Iterable[str] | None = None) -> str:
-    """O comando ``pip install`` com a versão fixada, pronto para uma mensagem.
-
-    ``extras`` troca os extras do pino (ex.: ``tensorflow`` com ``and-cuda``).
-    """
+    """O ``pip install`` com a versão fixada; ``extras`` troca os extras do pino."""
     req = pinned(name)
     chosen = sorted(req.extras if extras is None else extras)
     extra = f"[{','.join(chosen)}]" if chosen else ""
     return f"pip install '{req.name}{extra}{req.specifier}'"
-
-
-def supported_python(spec: SpecifierSet) -> str:
-    """A menor versão ``3.X`` que atende ``spec`` (ex.: ``>=3.11,<3.12`` → ``3.11``)."""
-    for minor in range(8, 40):
-        if Version(f"3.{minor}.0") in spec or Version(f"3.{minor}.99") in spec:
-            return f"3.{minor}"
-    return str(spec)
 
 
 def check_python(
@@ -151,7 +118,13 @@ def check_python(
     found = ".".join(map(str, version or sys.version_info[:3]))
     if Version(found) in spec:
         return Row(OK, "Python", f"{found} ({sys.executable})")
-    wanted = supported_python(spec)
+    # a menor versão 3.X que atende o pino (>=3.11,<3.12 → 3.11)
+    minors = [
+        f"3.{m}"
+        for m in range(8, 40)
+        if Version(f"3.{m}.0") in spec or Version(f"3.{m}.99") in spec
+    ]
+    wanted = minors[0] if minors else str(spec)
     return Row(
         FAIL,
         "Python",
@@ -162,17 +135,39 @@ def check_python(
 
 
 def missing_extras(req: Requirement) -> list[str]:
-    """Dependências dos extras pedidos (ex.: ``ray[default]``) que não estão instaladas."""
+    """O que falta dos extras de ``req`` (ex.: ``ray[default]``, de que o painel precisa):
+    distribuições não instaladas, ou instaladas com módulos que não se encontram."""
     missing = []
     for line in metadata.requires(req.name) or []:
         dep = Requirement(line)
         if dep.marker is None or not any(dep.marker.evaluate({"extra": e}) for e in req.extras):
             continue
         try:
-            metadata.version(dep.name)
+            name = metadata.distribution(dep.name).metadata["Name"]
         except metadata.PackageNotFoundError:
             missing.append(dep.name)
+            continue
+        modules = [m for m, dists in _modules().items() if name in dists]
+        missing += [m for m in modules if not _importable(m)]
     return sorted(set(missing))
+
+
+@lru_cache(maxsize=1)
+def _modules() -> dict[str, list[str]]:
+    """Módulos de primeiro nível → distribuições que os instalam (``grpc`` → ``grpcio``)."""
+    dists = metadata.packages_distributions()
+    return {m: d for m, d in dists.items() if m.isidentifier() and not m.startswith("_")}
+
+
+def _importable(module: str) -> bool:
+    """Um módulo já importado conta mesmo sem ``__spec__`` (o ``colorful``, que o Ray importa,
+    põe em ``sys.modules`` um objeto que faz o ``find_spec`` levantar ``ValueError``)."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def check_package(req: Requirement) -> Row:
@@ -188,8 +183,7 @@ def check_package(req: Requirement) -> Row:
             f"instalado {found}, o curso foi testado com {req.specifier}",
             f"Versões diferentes podem mudar APIs e mensagens: {INSTALL_HINT}.",
         )
-    missing = missing_extras(req) if req.extras else []
-    if missing:
+    if missing := missing_extras(req):
         return Row(
             FAIL,
             req.name,
@@ -205,8 +199,6 @@ def check_packages(reqs: Iterable[Requirement] | None = None) -> list[Row]:
 
 
 # ---------------------------------------------------------------- TensorFlow e tf-keras
-# Vistos por uma sonda num subprocesso, com limite de tempo.
-
 
 TF_TIMEOUT_S = 180.0
 
@@ -237,10 +229,8 @@ print("DOCTOR_JSON=" + json.dumps(out))
 
 
 def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed: str) -> dict:
-    """Roda uma sonda Python num subprocesso e devolve o JSON da linha ``MARKER=...``.
-
-    Nunca trava nem levanta: passou de ``timeout`` s, ``{"error": late}``; saiu sem a linha,
-    ``{"error": "<failed> (código N): <última linha do stderr>"}``."""
+    """O JSON da linha ``MARKER=...`` de uma sonda num subprocesso. Nunca trava nem levanta:
+    ``{"error": late}`` depois de ``timeout`` s; ``{"error": "<failed> (código N): ..."}``."""
     env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
     try:
         proc = system.run(cmd, timeout=timeout, env=env, check=False)
@@ -257,8 +247,7 @@ def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed
 
 def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise ValueError(f"timeout deve ser um número de segundos > 0, recebi {timeout!r}.")
+    system.check_seconds(timeout)
     return json_probe(
         [python, "-c", _TF_PROBE],
         marker="DOCTOR_JSON",
@@ -320,64 +309,9 @@ def check_tf_keras(probe: dict) -> Row:
 
 
 # ---------------------------------------------------------------- Ray
-# Importa, tem o painel (dashboard), autenticação ligada, portas padrão livres. As dependências
-# do painel são as do extra ``ray[default]``, lidas dos metadados do próprio Ray
-# (``importlib.metadata.requires("ray")``) e procuradas com ``importlib.util.find_spec``: nada da
-# API privada do Ray, que muda entre versões.
-
+# O painel precisa do extra ``ray[default]``, lido dos metadados do Ray (não da API privada).
 
 RAY_PORTS = {"nó principal do Ray": 6379, "painel do Ray": 8265}
-DASHBOARD_EXTRA = "default"
-
-
-@lru_cache(maxsize=1)
-def _packages_distributions() -> dict[str, list[str]]:
-    return metadata.packages_distributions()
-
-
-def _modules_of(dist: str) -> list[str]:
-    """Módulos de primeiro nível que a distribuição ``dist`` instala (``grpcio`` → ``grpc``).
-
-    Distribuições só com programas (``py-spy``) não têm módulo: lista vazia.
-    """
-    top = metadata.distribution(dist).read_text("top_level.txt")
-    if top:
-        return [m for m in top.split() if m and not m.startswith("_")]
-    wanted = metadata.distribution(dist).metadata["Name"]
-    return sorted(
-        m
-        for m, dists in _packages_distributions().items()
-        if wanted in dists and m.isidentifier() and not m.startswith("_")
-    )
-
-
-def dashboard_missing(extra: str = DASHBOARD_EXTRA) -> list[str]:
-    """O que falta do extra ``ray[extra]``: distribuições não instaladas ou módulos que não
-    se encontram (``find_spec``). Lista vazia: o painel pode subir."""
-    missing = []
-    for line in metadata.requires("ray") or []:
-        dep = Requirement(line)
-        if dep.marker is None or not dep.marker.evaluate({"extra": extra}):
-            continue
-        try:
-            modules = _modules_of(dep.name)
-        except metadata.PackageNotFoundError:
-            missing.append(dep.name)
-            continue
-        missing += [m for m in modules if not _importable(m)]
-    return sorted(set(missing))
-
-
-def _importable(module: str) -> bool:
-    """O módulo existe? Um já importado conta, mesmo sem ``__spec__`` (o ``find_spec`` levanta
-    ``ValueError`` nesse caso: o ``colorful``, que o Ray importa, põe em ``sys.modules`` um objeto
-    próprio no lugar do módulo)."""
-    if module in sys.modules:
-        return True
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def check_ray() -> Row:
@@ -385,8 +319,7 @@ def check_ray() -> Row:
         import ray
     except ImportError as err:
         return Row(FAIL, "Ray", f"não importa: {err}", f"{INSTALL_HINT}.")
-    missing = dashboard_missing()
-    if missing:
+    if missing := missing_extras(Requirement("ray[default]")):
         return Row(
             FAIL,
             "Ray",
@@ -427,16 +360,14 @@ def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
 
 
 # ---------------------------------------------------------------- a máquina e os dados
-# Núcleos, escala, conjuntos em ``data/`` e acesso aos servidores.
-
 
 HOST_TIMEOUT_S = 2.0
 
 
 def check_cpus(count: int | None = None) -> Row:
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-        raise ValueError(f"count deve ser um inteiro >= 1 (núcleos), recebi {count!r}.")
-    count = count if count is not None else (os.cpu_count() or 1)
+    if count is None:
+        count = os.cpu_count() or 1
+    system.check_int(count, "count (núcleos)")
     if count >= 2:
         return Row(OK, "CPUs", f"{count} CPUs lógicas{_physical()}")
     return Row(
@@ -526,16 +457,13 @@ def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
 def check_hosts(
     hosts: dict[str, str | tuple[str, int]] | None = None, timeout: float = HOST_TIMEOUT_S
 ) -> tuple[list[Row], dict[str, bool]]:
-    """Testa em paralelo se cada servidor abre conexão em até ``timeout`` segundos
-    (:func:`labutils.data.host_reachable`)."""
+    """Testa em paralelo se cada servidor abre conexão em até ``timeout`` segundos."""
     targets = {
         k: v if isinstance(v, tuple) else (v, 443) for k, v in (hosts or dataset_hosts()).items()
     }
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        futures = {
-            k: pool.submit(data.host_reachable, h, p, timeout) for k, (h, p) in targets.items()
-        }
-        reachable = {k: f.result() for k, f in futures.items()}
+        futures = {k: pool.submit(system.reachable, *hp, timeout) for k, hp in targets.items()}
+        reachable = {k: f.result() is None for k, f in futures.items()}
     rows = []
     for name, (host, _port) in targets.items():
         item = f"rede: {host}"
@@ -555,7 +483,6 @@ def check_hosts(
 
 
 # ---------------------------------------------------------------- o relatório
-# Resumo, texto da linha de comando, tabela do notebook 00 e código de saída.
 
 
 class EnvironmentNotReady(RuntimeError):
@@ -600,39 +527,26 @@ def format_report(rows: list[Row]) -> str:
     return "\n".join(lines + ["", summary(rows)])
 
 
-def as_frame(rows: Iterable[Row]):
-    """O relatório como tabela (pandas), para o notebook 00."""
+def as_table(rows: Iterable[Row]):
+    """A tabela do notebook 00 (pandas): sem índice, texto inteiro e alinhado à esquerda."""
     import pandas as pd
 
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [(r.status, r.item, r.detail, r.remedy) for r in rows],
         columns=["", "item", "detalhe", "como resolver"],
     )
-
-
-def as_table(rows: Iterable[Row]):
-    """A tabela do notebook 00: sem índice, texto inteiro e alinhado à esquerda."""
-    return (
-        as_frame(rows)
-        .style.hide(axis="index")
-        .set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+    return frame.style.hide(axis="index").set_properties(
+        **{"text-align": "left", "white-space": "pre-wrap"}
     )
 
 
 # ---------------------------------------------------------------- o tempo das lições
-# Quanto esta máquina demora em cada lição: uma sonda de poucos segundos e o ensaio de referência.
-#
-# O ensaio (``make rehearsal``, ``tools/rehearsal.py``) rodou cada lição na escala ``full`` numa
-# máquina de referência e gravou ``docs/ensaio/ensaio.json``: os minutos de cada lição e a
-# **sonda** medida lá (imagens/s da rede da lição 05 no treino centralizado, as threads padrão do
-# TensorFlow, CPU ou GPU). Aqui a mesma sonda mede esta máquina, e cada lição é estimada pela
-# razão entre as duas sondas: uma máquina duas vezes mais rápida na sonda leva metade do tempo.
-#
-# As lições sem TensorFlow (scikit-learn e Ray) não ganham nada com uma GPU: numa máquina em que
-# a sonda rodou na GPU, elas são estimadas pela razão entre as CPUs lógicas das duas máquinas.
-# É uma estimativa grosseira, que serve para a decisão que importa antes da aula: a lição cabe no
-# período, ou é melhor rodá-la antes (``make notebooks``) ou numa máquina com GPU?
-
+# O ensaio (``make rehearsal``) rodou cada lição na escala ``full`` numa máquina de referência e
+# gravou em ``docs/ensaio/ensaio.json`` os minutos de cada lição e a **sonda** medida lá
+# (imagens/s da rede da lição 05, threads padrão do TF, CPU ou GPU). Aqui a mesma sonda mede esta
+# máquina, e cada lição é estimada pela razão entre as duas. As lições sem TensorFlow não ganham
+# com uma GPU: se a sonda rodou numa, elas usam a razão entre as CPUs lógicas. É uma estimativa
+# grosseira, para decidir antes da aula se a lição cabe no período ou se roda antes/numa GPU.
 
 REHEARSAL_JSON = REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
 SPEED_PROBE_TIMEOUT_S = 180.0

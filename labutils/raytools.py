@@ -1,10 +1,5 @@
-"""Iniciar ou conectar ao Ray com padrões sensatos para um notebook.
-
-- ``init_ray()`` sem argumentos inicia um Ray local (laptop ou CI);
-- ``init_ray("IP:PORTA")`` ou a variável ``RAY_ADDRESS`` conecta a um cluster já em execução;
-- rodar a célula de novo não dá erro "already initialized": a sessão existente é reaproveitada;
-- os logs dos workers não poluem o notebook (``quiet=True``).
-"""
+"""Iniciar ou conectar ao Ray a partir de um notebook (:func:`init_ray`), testar o endereço de
+um cluster antes (:func:`check_reachable`) e ver os nós vivos (:func:`alive_nodes`)."""
 
 from __future__ import annotations
 
@@ -14,10 +9,7 @@ from typing import Any
 
 from labutils import system
 from labutils.config import forwarded_env, ray_address
-
-CONNECT_TIMEOUT_S = system.CONNECT_TIMEOUT_S  # um só prazo (labutils.system)
-
-_LOCAL_OBJECT_STORE_MB = 1024
+from labutils.system import CONNECT_TIMEOUT_S
 
 
 def init_ray(
@@ -27,16 +19,14 @@ def init_ray(
     runtime_env: dict[str, Any] | None = None,
     dashboard: bool = True,
     quiet: bool = True,
-    object_store_mb: int | None = _LOCAL_OBJECT_STORE_MB,
+    object_store_mb: int | None = 1024,
 ) -> Any:
     """Inicia (ou reaproveita) a sessão Ray deste processo e devolve seu contexto.
 
-    ``address``: endereço ``IP:PORTA`` de um cluster; sem ele, usa ``RAY_ADDRESS`` e, na falta
-    dela, inicia um Ray local. ``num_cpus`` e ``object_store_mb`` só valem para o Ray local.
-    ``runtime_env`` é mesclado com as variáveis de :func:`labutils.config.forwarded_env`.
-
-    Um endereço em que ninguém atende (nó principal desligado, IP errado, firewall) falha em
-    até :data:`CONNECT_TIMEOUT_S` segundos com ``ConnectionError`` em português.
+    ``address``: ``IP:PORTA`` de um cluster; sem ele, ``RAY_ADDRESS`` e, na falta dela, um Ray
+    local (o único caso em que ``num_cpus`` e ``object_store_mb`` valem). ``runtime_env`` é
+    mesclado com :func:`labutils.config.forwarded_env`. Rodar de novo reaproveita a sessão, e
+    ``quiet`` esconde os logs dos workers.
     """
     address = address or ray_address()
     if address and num_cpus is not None:
@@ -44,10 +34,8 @@ def init_ray(
             f"num_cpus só vale para o Ray local (recebi num_cpus={num_cpus!r} com o cluster "
             f"{address}): num cluster, cada nó declara seus CPUs em `ray start --num-cpus=N`."
         )
-    if num_cpus is not None and (
-        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
-    ):
-        raise ValueError(f"num_cpus deve ser um inteiro >= 1, recebi {num_cpus!r}.")
+    if num_cpus is not None:
+        system.check_int(num_cpus, "num_cpus")
     if object_store_mb is not None and not (
         isinstance(object_store_mb, int | float) and object_store_mb >= 64
     ):
@@ -70,16 +58,14 @@ def init_ray(
         "runtime_env": env,
         "log_to_driver": not quiet,
         "logging_level": logging.WARNING if quiet else logging.INFO,
+        # "local" força um Ray novo: sem isso, ray.init() se conectaria sozinho ao último
+        # cluster iniciado com `ray start` nesta máquina
+        "address": address or "local",
     }
-    if address:
-        kwargs["address"] = address
-    else:
-        # "local" força um Ray novo neste processo: sem isso, ray.init() se conectaria
-        # sozinho ao último cluster iniciado com `ray start` nesta máquina.
-        kwargs["address"] = "local"
-        kwargs["num_cpus"] = num_cpus
-        kwargs["include_dashboard"] = dashboard
-        kwargs["dashboard_host"] = "127.0.0.1"
+    if not address:
+        kwargs.update(
+            num_cpus=num_cpus, include_dashboard=dashboard, dashboard_host=system.LOCALHOST
+        )
         if object_store_mb is not None:
             kwargs["object_store_memory"] = int(object_store_mb) * 1024**2
     try:
@@ -96,42 +82,51 @@ def init_ray(
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     """``ConnectionError`` em português se ninguém atende em ``address`` em ``timeout`` s.
 
-    Sem esta verificação, ``ray.init`` num endereço sem resposta fica tentando por muito
-    tempo. ``"auto"`` (o último cluster desta máquina) é deixado para o próprio Ray.
+    Sem isto, ``ray.init`` (e o ``ray start`` de um ``join``) num endereço sem resposta fica
+    tentando por muito tempo. ``"auto"`` e endereços sem porta ficam para o próprio Ray.
     """
-    target = address.split("://", 1)[-1]
-    host, sep, port = target.rpartition(":")
-    if address == "auto" or not sep or not port.isdigit():
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
         return
     err = system.reachable(host.strip("[]"), int(port), timeout=timeout)
     if err is not None:
         raise ConnectionError(
-            f"Ninguém atende no endereço do cluster Ray {address!r} "
+            f"Ninguém atende no endereço do nó principal (head node) do cluster Ray {address!r} "
             f"({getattr(err, 'strerror', None) or err}), após até {timeout:g} s. Confira se o "
-            "nó principal (head node) está no ar, se o IP:PORTA é o que ele imprimiu (ou o de "
-            "RAY_ADDRESS) e se o firewall libera a porta. Sem RAY_ADDRESS, init_ray() sobe um "
-            "Ray local."
+            "nó principal está no ar (`ray start --head` na máquina do instrutor), se o IP:PORTA "
+            "é o que ele imprimiu (ou o de RAY_ADDRESS) e se o firewall libera a porta."
         ) from err
 
 
-def nodes_table() -> Any:
-    """Tabela (pandas) dos nós vivos do cluster: id, IP, se é o nó principal, CPUs e memória."""
-    import pandas as pd
+def alive_nodes() -> list[dict[str, Any]]:
+    """Os nós vivos do cluster conectado: ``node_id``, ``ip``, ``head`` (é o nó principal?),
+    ``CPU``, ``GPU`` e ``memory_gib``."""
     import ray
 
-    rows = []
+    nodes = []
     for node in ray.nodes():
-        if not node.get("Alive"):
-            continue
         res = node.get("Resources", {})
-        rows.append(
-            {
-                "node_id": node["NodeID"][:12],
-                "ip": node.get("NodeManagerAddress"),
-                "nó principal": "node:__internal_head__" in res,
-                "CPUs": res.get("CPU", 0.0),
-                "GPUs": res.get("GPU", 0.0),
-                "memória (GiB)": round(res.get("memory", 0.0) / 1024**3, 1),
-            }
-        )
-    return pd.DataFrame(rows)
+        if node.get("Alive"):
+            nodes.append(
+                {
+                    "node_id": node["NodeID"],
+                    "ip": node.get("NodeManagerAddress"),
+                    "head": "node:__internal_head__" in res,
+                    "CPU": float(res.get("CPU", 0.0)),
+                    "GPU": float(res.get("GPU", 0.0)),
+                    "memory_gib": round(res.get("memory", 0.0) / 1024**3, 1),
+                }
+            )
+    return nodes
+
+
+def nodes_table() -> Any:
+    """Tabela (pandas) dos nós vivos: id, IP, se é o nó principal, CPUs, GPUs e memória."""
+    import pandas as pd
+
+    table = pd.DataFrame(
+        alive_nodes(), columns=["node_id", "ip", "head", "CPU", "GPU", "memory_gib"]
+    )
+    table["node_id"] = table["node_id"].str[:12]
+    names = {"head": "nó principal", "CPU": "CPUs", "GPU": "GPUs", "memory_gib": "memória (GiB)"}
+    return table.rename(columns=names)

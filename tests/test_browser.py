@@ -36,6 +36,7 @@ import pytest
 from processes import assert_gone, descendants, kill_pids
 
 from labutils import system
+from labutils.cluster import auth_token
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -312,14 +313,6 @@ def test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00(browser, tmp_path)
 # ---------------------------------------------------------------- painel do Ray
 
 
-def ray_token() -> str:
-    """O token que o Ray usa (mesma ordem de busca do Ray)."""
-    if os.environ.get("RAY_AUTH_TOKEN"):
-        return os.environ["RAY_AUTH_TOKEN"]
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token"
-    return Path(path).expanduser().read_text().strip()
-
-
 @pytest.mark.slow
 def test_ray_dashboard_shows_the_cluster_nodes(browser, local_cluster):
     """O painel do cluster local da sessão (``tests/conftest.py``: nó principal + 2 workers)."""
@@ -329,7 +322,7 @@ def test_ray_dashboard_shows_the_cluster_nodes(browser, local_cluster):
     page = browser.new_page(viewport={"width": 1400, "height": 800})
     page.goto(cluster.dashboard_url)
     # o aluno cola o token (saída de `ray get-auth-token`) na janela do painel
-    page.get_by_placeholder("Enter your authentication token").fill(ray_token())
+    page.get_by_placeholder("Enter your authentication token").fill(auth_token())
     page.get_by_role("button", name="Submit").click()
     page.get_by_role("dialog").wait_for(state="hidden", timeout=15_000)
     page.goto(f"{cluster.dashboard_url}/#/cluster")
@@ -347,7 +340,7 @@ def test_ray_dashboard_shows_the_cluster_nodes(browser, local_cluster):
     # os mesmos nós que a API do painel relata (com o token no cabeçalho)
     request = urllib.request.Request(
         f"{cluster.dashboard_url}/nodes?view=summary",
-        headers={"Authorization": f"Bearer {ray_token()}"},
+        headers={"Authorization": f"Bearer {auth_token()}"},
     )
     with urllib.request.urlopen(request, timeout=10) as resp:
         summary = json.load(resp)["data"]["summary"]

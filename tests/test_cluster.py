@@ -23,25 +23,6 @@ REPO = Path(__file__).resolve().parents[1]
 # ------------------------------------------------------------------ rápidos (sem cluster)
 
 
-def test_default_head_command_binds_dashboard_to_localhost():
-    cmd = cluster.head_command()
-    assert "--dashboard-host=127.0.0.1" in cmd
-    assert not any("0.0.0.0" in part for part in cmd)
-
-
-def test_join_missing_head_fails_fast_in_portuguese():
-    port = system.free_port()  # ninguém escuta aqui
-    start = time.monotonic()
-    with pytest.raises(ClusterError, match="Não encontrei o nó principal"):
-        cluster.join(f"127.0.0.1:{port}")
-    assert time.monotonic() - start < 10
-
-
-def test_bad_address_format_is_explained():
-    with pytest.raises(ClusterError, match="IP:PORTA"):
-        cluster.join("meu-computador")
-
-
 def test_port_in_use_fails_fast_in_portuguese():
     with socket.socket() as busy:
         busy.bind(("0.0.0.0", 0))
@@ -55,17 +36,11 @@ def test_port_in_use_fails_fast_in_portuguese():
         assert time.monotonic() - start < 10
 
 
-def test_cli_reports_error_with_exit_code(capsys):
-    port = system.free_port()
-    assert cli_main(["join", f"127.0.0.1:{port}"]) == 2
-    assert "Não encontrei o nó principal" in capsys.readouterr().out
-
-
-def test_invalid_sizes_are_rejected():
-    with pytest.raises(ValueError, match="num_workers"):
-        LocalCluster(num_workers=-1)
-    with pytest.raises(ValueError, match="cpus_per_node"):
-        LocalCluster(cpus_per_node=0)
+def test_join_to_a_head_that_is_not_there_fails_fast_in_portuguese(capsys):
+    start = time.monotonic()
+    assert cli_main(["join", f"127.0.0.1:{system.free_port()}"]) == 2  # ninguém escuta ali
+    assert time.monotonic() - start < 10
+    assert "Erro: Ninguém atende no endereço do nó principal" in capsys.readouterr().out
 
 
 def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
@@ -142,34 +117,6 @@ def test_token_auth_is_on_and_cluster_is_private(local_cluster):
     default = Path("/tmp/ray/ray_current_cluster")
     if default.exists():
         assert str(local_cluster.port) not in default.read_text()
-
-
-@pytest.mark.slow
-def test_dashboard_answers_and_listens_only_on_localhost(local_cluster):
-    import urllib.error
-    import urllib.request
-
-    url = local_cluster.dashboard_url
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        assert resp.status == 200  # a página (sem dados) abre
-    # a API (jobs: onde o ShadowRay executava código) exige o token
-    for path in ("/api/version", "/api/jobs/"):
-        with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(url + path, timeout=10)
-        assert denied.value.code == 401
-    request = urllib.request.Request(
-        url + "/api/version", headers={"Authorization": f"Bearer {cluster.auth_token()}"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        assert resp.status == 200
-        assert b"ray_version" in resp.read()
-    listening = {
-        conn.laddr.ip
-        for conn in psutil.net_connections(kind="inet")
-        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == local_cluster.dashboard_port
-    }
-    assert listening, "ninguém escuta na porta do painel"
-    assert listening <= {"127.0.0.1", "::1"}, f"painel exposto em {listening}"
 
 
 def test_the_ports_table_of_lesson_04_and_the_readme_is_the_one_start_head_uses():

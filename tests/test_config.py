@@ -1,39 +1,27 @@
-import pytest
+"""A escala: ``full`` por padrão, ``smoke`` menor em todo tamanho, ``pick`` segue a escala."""
 
-import labutils
+from dataclasses import fields
+
 from labutils.config import SCALE_ENV, current_scale, pick, sizes
 
 
-def test_default_scale_is_full(monkeypatch):
+def test_the_default_is_full_and_smoke_is_smaller_in_every_size(monkeypatch):
     monkeypatch.delenv(SCALE_ENV, raising=False)
-    assert current_scale() == "full"
+    assert current_scale() == "full" and pick(full=200, smoke=10) == 200
     full = sizes()
-    assert full.grid == ((100, 10), (200, 15), (300, 20), (400, 25), (500, 30))
-    assert full.epochs == 10 and full.batch_per_replica == 64
-    assert full.housing_examples is None and full.cifar_train_examples is None
-
-
-def test_smoke_scale_is_smaller_everywhere(monkeypatch):
-    monkeypatch.setenv(SCALE_ENV, " Smoke ")
-    smoke, full = sizes(), sizes("full")
-    assert smoke.is_smoke and not full.is_smoke
-    assert sum(n for n, _ in smoke.grid) < sum(n for n, _ in full.grid)
-    assert smoke.epochs < full.epochs
-    assert smoke.multiworker_epochs < full.multiworker_epochs
-    assert smoke.cifar_train_examples > 0 and smoke.housing_examples > 0
-
-
-def test_invalid_scale_is_explained_in_portuguese(monkeypatch):
-    monkeypatch.setenv(SCALE_ENV, "grande")
-    with pytest.raises(ValueError, match=r"LABUTILS_SCALE='grande' não é uma escala válida.*smoke"):
-        labutils.sizes()
-    with pytest.raises(ValueError, match="Escala desconhecida"):
-        sizes("enorme")
-
-
-def test_pick_follows_the_setting(monkeypatch):
-    monkeypatch.setenv(SCALE_ENV, "full")
-    assert pick(full=200, smoke=10) == 200
-    monkeypatch.setenv(SCALE_ENV, "smoke")
-    assert pick(full=200, smoke=10) == 10
+    monkeypatch.setenv(SCALE_ENV, " Smoke ")  # maiúsculas e espaços não importam
+    smoke = sizes()
+    assert smoke.is_smoke and not full.is_smoke and pick(full=200, smoke=10) == 10
     assert pick(full=200, smoke=10, scale="full") == 200
+
+    def total(value):  # None = o conjunto inteiro; tuplas somam seus números
+        if value is None:
+            return float("inf")
+        if isinstance(value, tuple):
+            return sum(total(v) for v in value)
+        return value
+
+    for field in fields(full):
+        if field.name not in ("scale", "batch_per_replica", "num_workers"):
+            big, small = getattr(full, field.name), getattr(smoke, field.name)
+            assert total(small) < total(big), (field.name, small, big)

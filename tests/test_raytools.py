@@ -1,9 +1,9 @@
-"""init_ray: local novo, reexecutável, falha rápida com recursos impossíveis."""
+"""init_ray: um Ray local novo, reexecutável, que repassa a escala aos workers; a tabela de nós."""
 
 import pytest
 import ray
 
-from labutils import config, raytools
+from labutils import raytools
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +29,3 @@ def test_init_ray_is_rerunnable_and_passes_scale_to_workers(local_ray, capsys):
 def test_nodes_table_shows_the_local_head(local_ray):
     table = raytools.nodes_table()
     assert len(table) == 1 and bool(table["nó principal"].iloc[0]) and table["CPUs"].iloc[0] == 2
-
-
-def test_num_cpus_with_an_address_is_rejected():
-    with pytest.raises(ValueError, match="num_cpus só vale para o Ray local"):
-        raytools.init_ray("127.0.0.1:1", num_cpus=2)
-
-
-def test_forwarded_env_carries_the_scale(monkeypatch):
-    monkeypatch.setenv("LABUTILS_SCALE", "smoke")
-    env = config.forwarded_env({"TF_USE_LEGACY_KERAS": "1"})
-    assert env["LABUTILS_SCALE"] == "smoke" and env["TF_USE_LEGACY_KERAS"] == "1"

@@ -1,16 +1,6 @@
-"""Linha de comando do cluster: ``python -m labutils.cluster COMANDO``.
-
-Comandos (cada um imprime o comando ``ray`` que executa):
-
-- ``start-head`` — inicia o nó principal (head node) nesta máquina (``ray start --head``);
-- ``join IP:PORTA`` — junta esta máquina ao cluster como worker (``ray start --address``);
-- ``status [IP:PORTA]`` — nós e recursos (``ray status``);
-- ``stop`` — para **todo** o Ray desta máquina (``ray stop``): não use numa máquina compartilhada;
-- ``local`` — nó principal + N workers nesta máquina até Ctrl+C (laptop ou CI), só em
-  loopback.
-
-Com ``RAY_AUTH_MODE=disabled`` no ambiente, todo comando começa com um aviso em português.
-"""
+"""Linha de comando do cluster: ``python -m labutils.cluster COMANDO`` (``start-head``,
+``join IP:PORTA``, ``status [IP:PORTA]``, ``stop``, ``local``; veja ``--help``). Cada comando
+imprime o comando ``ray`` que executa; com ``RAY_AUTH_MODE=disabled``, começa com um aviso."""
 
 from __future__ import annotations
 
@@ -18,7 +8,8 @@ import argparse
 import signal
 import time
 
-from labutils import cluster
+from labutils import cluster, config
+from labutils.system import LOCALHOST
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     head.add_argument("--dashboard-port", type=int, default=cluster.DEFAULT_DASHBOARD_PORT)
     head.add_argument(
         "--dashboard-host",
-        default=cluster.LOCALHOST,
+        default=LOCALHOST,
         help="interface do painel; 0.0.0.0 abre para a rede toda (só em rede fechada!)",
     )
     head.add_argument("--node-ip-address", default=None, help="IP desta máquina na rede da sala")
@@ -59,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cluster.auth_disabled_notice()
+    if warning := config.auth_disabled_warning():
+        print(f"ATENÇÃO: {warning}", flush=True)
     try:
         if args.command == "start-head":
             cluster.start_head(
@@ -90,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 except KeyboardInterrupt:
                     # um 2º Ctrl+C não interrompe a parada
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (cluster.ClusterError, ValueError) as err:
+    except (cluster.ClusterError, ConnectionError, ValueError) as err:
         print(f"Erro: {err}")
         return 2
     return 0

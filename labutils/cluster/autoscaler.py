@@ -1,16 +1,12 @@
 """O autoscaler do Ray de verdade, numa máquina só (lição 04).
 
-O Ray traz um "provedor de nós" de mentira (``fake_multinode``, usado nos testes do próprio
-Ray): em vez de pedir máquinas a uma nuvem, ele inicia nós Ray **nesta** máquina. O resto é o
-autoscaler de produção: ele lê a fila de pedidos de recursos, decide quantos nós faltam, pede
-ao provedor e, depois do tempo de ociosidade, remove os nós parados.
-
-Por que não ``ray.cluster_utils.AutoscalingCluster``: no Ray 2.60 ele lê um
-``example.yaml`` que o pacote instalado não traz (``FileNotFoundError``) e roda
-``ray stop --force`` ao iniciar e ao parar, o que derrubaria o Ray de todos nesta máquina.
-Aqui, a mesma receita (``ray start --head --autoscaling-config=...`` com
-``RAY_FAKE_CLUSTER=1``) roda num :class:`~labutils.cluster.local.LocalCluster`, que para só
-o que iniciou — inclusive os nós que o autoscaler criou (eles são filhos do nó principal).
+O provedor de nós de teste do Ray (``fake_multinode``), em vez de pedir máquinas a uma nuvem,
+inicia nós Ray **nesta** máquina; o resto é o autoscaler de produção (lê a fila de pedidos,
+pede nós, remove os ociosos). Não se usa ``ray.cluster_utils.AutoscalingCluster``: no Ray 2.60
+ele lê um ``example.yaml`` que o pacote não traz e roda ``ray stop --force``, que derrubaria o
+Ray de todos nesta máquina. Aqui a mesma receita (``--autoscaling-config`` com
+``RAY_FAKE_CLUSTER=1``) roda num :class:`~labutils.cluster.local.LocalCluster`, que para só o
+que iniciou, inclusive os nós do autoscaler (filhos do nó principal).
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from dataclasses import dataclass, field
 from labutils import system
 from labutils.cluster.base import ClusterError
 from labutils.cluster.local import LocalCluster
+from labutils.raytools import alive_nodes
 
 WORKER_TYPE = "ray.worker.cpu"
 _UNUSED_LISTS = (
@@ -41,17 +38,14 @@ _UNUSED_LISTS = (
 
 @dataclass
 class AutoscalerRun:
-    """O que a demonstração mediu: nós vivos ao longo do tempo e onde as tarefas rodaram."""
+    """O que a demonstração mediu: os nós vivos ao longo do tempo e os tempos de cada fase."""
 
     #: ``(segundos desde o envio das tarefas, nós vivos)``
     samples: list[tuple[float, int]] = field(default_factory=list)
-    #: IDs dos nós em que as tarefas rodaram
-    task_nodes: set[str] = field(default_factory=set)
     #: segundos até subir o nó principal, até o 1º worker entrar, e até voltar só ao principal
     head_start_s: float = 0.0
     first_scale_up_s: float | None = None
     scale_down_s: float | None = None
-    total_s: float = 0.0
     #: PIDs de todos os processos que o cluster da demonstração teve (todos parados no fim)
     pids: set[int] = field(default_factory=set)
     #: os desses PIDs ainda vivos depois de parar o cluster (esperado: nenhum)
@@ -103,12 +97,6 @@ def autoscaling_config(gcs_address: str, max_workers: int, idle_timeout_s: float
     }
 
 
-def _alive_nodes() -> int:
-    import ray
-
-    return sum(1 for node in ray.nodes() if node.get("Alive"))
-
-
 def autoscaling_demo(
     *,
     max_workers: int = 2,
@@ -124,11 +112,8 @@ def autoscaling_demo(
     Conecta este processo ao cluster (``ray.init``) e desconecta no fim; tudo o que iniciou é
     parado mesmo se algo falhar. ``timeout_s`` limita a demonstração inteira.
     """
-    for name, value in (("max_workers", max_workers), ("task_s", task_s)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ValueError(f"{name} deve ser um número > 0, recebi {value!r}.")
-    if not isinstance(max_workers, int):
-        raise ValueError(f"max_workers deve ser um inteiro >= 1, recebi {max_workers!r}.")
+    system.check_int(max_workers, "max_workers")
+    system.check_seconds(task_s, "task_s")
     import ray
 
     if ray.is_initialized():
@@ -148,23 +133,24 @@ def autoscaling_demo(
     config_path = None
     try:
         config = autoscaling_config(lc.address, max_workers, idle_timeout_s)
-        config_path = _write_json(config)
+        fd, config_path = tempfile.mkstemp(prefix="raylab-autoscaler-", suffix=".json")
+        with os.fdopen(fd, "w") as out:
+            json.dump(config, out)
         lc.head_args.append(f"--autoscaling-config={config_path}")
         lc.start()
         run.head_start_s = time.monotonic() - t0
         ray.init(address=lc.address, log_to_driver=False)
 
         @ray.remote(num_cpus=1)
-        def work(seconds: float) -> str:
+        def work(seconds: float) -> None:
             time.sleep(seconds)
-            return ray.get_runtime_context().get_node_id()
 
         t_work = time.monotonic()
         refs = [work.remote(task_s) for _ in range(max_workers)]
         pending = list(refs)
         while True:
             now = time.monotonic()
-            alive = _alive_nodes()
+            alive = len(alive_nodes())
             run.samples.append((round(now - t_work, 1), alive))
             if alive > 1 and run.first_scale_up_s is None:
                 run.first_scale_up_s = now - t_work
@@ -180,7 +166,7 @@ def autoscaling_demo(
                     "com timeout_s maior."
                 )
             time.sleep(poll_s)
-        run.task_nodes = set(ray.get(refs, timeout=30))
+        ray.get(refs, timeout=30)
     finally:
         if ray.is_initialized():
             ray.shutdown()
@@ -189,12 +175,4 @@ def autoscaling_demo(
         run.leftovers = system.alive(run.pids, wait_s=10)
         if config_path:
             os.unlink(config_path)
-    run.total_s = time.monotonic() - t0
     return run
-
-
-def _write_json(data: dict) -> str:
-    fd, path = tempfile.mkstemp(prefix="raylab-autoscaler-", suffix=".json")
-    with os.fdopen(fd, "w") as out:
-        json.dump(data, out)
-    return path

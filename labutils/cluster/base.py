@@ -1,21 +1,22 @@
-"""O que todo o pacote ``cluster`` usa: o erro em português, o executável ``ray``, endereços e
-portas, rodar um comando ``ray`` mostrando-o, e esperar os nós entrarem."""
+"""O que todo o pacote ``cluster`` usa: o erro em português, o executável ``ray`` (rodado
+mostrando o comando), endereços e portas, o token de autenticação e a espera pelos nós."""
 
 from __future__ import annotations
 
+import ctypes
 import shlex
 import shutil
 import signal
+import stat
 import sys
 import time
 from pathlib import Path
 
 from labutils import config, system
+from labutils.raytools import alive_nodes
 
 DEFAULT_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265
-LOCALHOST = system.LOCALHOST
-CONNECT_TIMEOUT_S = system.CONNECT_TIMEOUT_S  # um só prazo (labutils.system)
 
 
 class ClusterError(RuntimeError):
@@ -28,17 +29,25 @@ def ray_executable() -> str:
     return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
 
 
-def check_port(port: object, what: str) -> int:
-    """A porta, se válida; senão :class:`ClusterError` nomeando para que ela serviria."""
+def run_ray(cmd: list[str], *, timeout: float, show_output: bool = True, **run):
+    """Imprime o comando (para o aluno aprender o ``ray`` de verdade) e o executa com prazo
+    (:func:`labutils.system.run`, com ``check`` e ``leave_running``)."""
+    printable = shlex.join(["ray", *cmd[1:]]) if cmd[0] == ray_executable() else shlex.join(cmd)
+    print(f"$ {printable}", flush=True)
     try:
-        return system.check_port(port, what)
-    except ValueError as err:
-        raise ClusterError(str(err)) from None
+        done = system.run(cmd, timeout=timeout, env=config.ray_env(), shown_as=printable, **run)
+    except system.CommandError as err:
+        raise ClusterError(
+            f"{err}\nVeja `ray status` e os logs em /tmp/ray/session_latest/logs."
+        ) from None
+    if show_output:
+        print((done.stdout + done.stderr).strip())
+    return done
 
 
 def require_free_port(port: int, what: str) -> None:
     """Falha na hora, em português, se a porta é inválida ou já está ocupada nesta máquina."""
-    check_port(port, what)
+    system.check_port(port, what, ClusterError)
     if system.port_in_use(port):
         raise ClusterError(
             f"A porta {port} ({what}) já está em uso nesta máquina: outro Ray ou outro programa "
@@ -58,59 +67,11 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def check_head_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """Falha em até ``timeout`` s, em português, se ninguém atende no endereço do nó principal."""
-    host, port = split_address(address)
-    err = system.reachable(host, port, timeout=timeout)
-    if err is not None:
-        raise ClusterError(
-            f"Não encontrei o nó principal (head node) do cluster em {address} "
-            f"({getattr(err, 'strerror', None) or err}). Confira: (1) o nó principal foi "
-            "iniciado (`ray start --head` na máquina do instrutor); (2) o IP e a porta são os "
-            "que ele imprimiu; (3) o firewall da rede libera essa porta."
-        ) from err
-
-
-def run_ray(
-    cmd: list[str],
-    *,
-    timeout: float,
-    show_output: bool = True,
-    check: bool = True,
-    leave_running: bool = False,
-):
-    """Imprime o comando (para o aluno aprender o ``ray`` de verdade) e o executa com prazo."""
-    printable = shlex.join(["ray", *cmd[1:]]) if cmd[0] == ray_executable() else shlex.join(cmd)
-    print(f"$ {printable}", flush=True)
-    try:
-        done = system.run(
-            cmd,
-            timeout=timeout,
-            env=config.ray_env(),
-            check=check,
-            shown_as=printable,
-            leave_running=leave_running,
-        )
-    except system.CommandError as err:
-        raise ClusterError(
-            f"{err}\nVeja `ray status` e os logs em /tmp/ray/session_latest/logs."
-        ) from None
-    if show_output:
-        print((done.stdout + done.stderr).strip())
-    return done
-
-
 def wait_for_nodes(count: int, timeout: float = 30) -> int:
     """Espera (no driver já conectado) até o cluster ter ``count`` nós vivos; devolve quantos."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count deve ser um inteiro >= 1 (nós), recebi {count!r}.")
-    import ray
-
+    system.check_int(count, "count (nós)")
     deadline = time.monotonic() + timeout
-    while True:
-        alive = sum(1 for node in ray.nodes() if node.get("Alive"))
-        if alive >= count:
-            return alive
+    while (alive := len(alive_nodes())) < count:
         if time.monotonic() > deadline:
             raise ClusterError(
                 f"O cluster tem {alive} nó(s) vivo(s), mas eu esperava {count} após {timeout:g} s. "
@@ -118,24 +79,71 @@ def wait_for_nodes(count: int, timeout: float = 30) -> int:
                 "`ray start --address=IP:PORTA` de novo."
             )
         time.sleep(0.5)
+    return alive
 
 
-def _libc_prctl():
-    """A função ``prctl`` da libc (Linux), carregada no processo pai, antes do ``fork``."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _libc_prctl()
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
 
 
 def die_with_parent() -> None:
     """(Linux) o nó recebe SIGKILL se o processo que o criou morrer (kernel, pytest...)."""
     if _PRCTL is not None:
         _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+
+
+# ---------------------------------------------------------------- o token de autenticação
+# O Ray o procura em RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH e ~/.ray/auth_token
+# (:func:`labutils.config.token_source`). É um segredo: nada aqui o imprime.
+
+
+def ensure_auth_token(*, generate: bool = True) -> str:
+    """Garante o token do Ray e diz de onde ele vem (sem mostrá-lo); um arquivo de token fica
+    legível só pelo dono (o Ray o grava legível por todos os usuários da máquina).
+
+    Sem token, ``generate`` (o nó principal) gera um com ``ray get-auth-token --generate``. Numa
+    máquina de aluno (``generate=False``) ou com ``RAY_AUTH_TOKEN_PATH`` sem arquivo, um token
+    novo seria recusado pelo nó principal só depois, com um traceback do Ray: aqui,
+    :class:`ClusterError` na hora, dizendo como trazer o dele.
+    """
+    kind, path = config.token_source()
+    if kind == "env":
+        return "variável RAY_AUTH_TOKEN"
+    assert path is not None
+    if not path.is_file() and generate and kind == "path":
+        run_ray([ray_executable(), "get-auth-token", "--generate"], timeout=30, show_output=False)
+    if not path.is_file():
+        where = "RAY_AUTH_TOKEN_PATH aponta para" if kind == "path_env" else "procurei em"
+        raise ClusterError(
+            f"Esta máquina ainda não tem o token do cluster ({where} {path} e na variável "
+            "RAY_AUTH_TOKEN). Não vou gerar um aqui: o nó principal recusaria um token novo.\n"
+            "O token fica no nó principal (a máquina do instrutor), no arquivo ~/.ray/auth_token. "
+            "Traga-o de um destes jeitos e rode o mesmo comando de novo:\n"
+            f"  a) copie o arquivo para {path} e deixe-o só seu: chmod 600 {path}\n"
+            "  b) ou, neste terminal: export RAY_AUTH_TOKEN='<conteúdo do arquivo do instrutor>'\n"
+            "Não cole o token num notebook nem num repositório: ele dá acesso ao cluster."
+        )
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        try:
+            path.chmod(0o600)
+        except OSError as err:
+            raise ClusterError(
+                f"O arquivo do token {path} pode ser lido por outros usuários (permissão "
+                f"{mode:o}) e não consegui mudá-la ({err.strerror or err}). Rode `chmod 600 {path}`."
+            ) from err
+    return str(path)
+
+
+def auth_token() -> str:
+    """O token que este processo usaria. É um segredo: não o imprima nem o salve num notebook."""
+    token = config.token_from_env()
+    if token:
+        return token
+    _, path = config.token_source()
+    try:
+        return path.read_text().strip()  # type: ignore[union-attr]
+    except OSError as err:
+        raise ClusterError(
+            f"Não achei o token de autenticação do Ray em {path}: gere um com "
+            "`ray get-auth-token --generate` (no nó principal) ou copie o dele para esse caminho."
+        ) from err

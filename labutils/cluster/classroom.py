@@ -1,11 +1,7 @@
-"""O cluster da sala de aula (várias máquinas): invólucros finos de ``ray start`` /
-``ray status`` / ``ray stop`` que **imprimem o comando exato** executado, para que se aprenda
-o comando e não o invólucro.
-
-- :func:`start_head` na máquina do instrutor (o nó principal, *head node*);
-- :func:`join` em cada máquina de aluno (um nó worker);
-- :func:`status` e :func:`stop`.
-"""
+"""O cluster da sala de aula (várias máquinas): :func:`start_head` na máquina do instrutor,
+:func:`join` em cada máquina de aluno, :func:`status` e :func:`stop`. São invólucros finos de
+``ray start``/``status``/``stop`` que **imprimem o comando exato**, para que se aprenda o
+comando e não o invólucro."""
 
 from __future__ import annotations
 
@@ -13,18 +9,19 @@ import json
 import socket
 from dataclasses import dataclass
 
-from labutils.cluster.auth import ensure_auth_token, require_head_token, token_refused
+from labutils import system
 from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
-    LOCALHOST,
     ClusterError,
-    check_head_reachable,
-    check_port,
+    ensure_auth_token,
     ray_executable,
     require_free_port,
     run_ray,
+    split_address,
 )
+from labutils.raytools import check_reachable
+from labutils.system import LOCALHOST
 
 #: interfaces que abrem uma porta para a rede inteira
 ALL_INTERFACES = ("0.0.0.0", "::")
@@ -42,19 +39,15 @@ class Port:
     #: opção da última porta de uma faixa (``--max-worker-port``)
     last_flag: str | None = None
 
-    def flags(self) -> list[str]:
-        out = [f"{self.flag}={self.first}"]
-        return out + ([f"{self.last_flag}={self.last}"] if self.last_flag else [])
-
     @property
     def label(self) -> str:
         return str(self.first) if self.first == self.last else f"{self.first}–{self.last}"
 
 
-#: Todas as portas que ``start-head`` e ``join`` fixam, para que um firewall possa nomeá-las: o
-#: firewall da sala libera estas (TCP, só entre as máquinas da sala) e nada mais. A tabela da
-#: lição 04 e do README sai daqui (:func:`ports_table`), e ``tests/test_classroom_machines.py``
-#: monta o firewall com ela. O painel (8265) escuta só em 127.0.0.1: não precisa de regra.
+#: As portas que ``start-head`` e ``join`` fixam: o firewall da sala libera estas (TCP, entre as
+#: máquinas da sala) e nada mais. A tabela da lição 04 e do README sai daqui (:func:`ports_table`)
+#: e ``tests/test_classroom_machines.py`` monta o firewall com ela. O painel escuta só em
+#: 127.0.0.1: não precisa de regra.
 CLASSROOM_PORTS = (
     Port("--port", DEFAULT_PORT, DEFAULT_PORT, "GCS: o registro do cluster", head_only=True),
     Port("--ray-client-server-port", 10001, 10001, "Ray Client (`ray://`)", head_only=True),
@@ -83,16 +76,14 @@ CLASSROOM_PORTS = (
 )
 
 
-#: Quanto tempo a sala espera por uma máquina que sumiu da rede (cabo puxado, Wi-Fi caído). Com
-#: os padrões do Ray, quem espera a resposta de uma tarefa naquela máquina só desiste quando o
-#: *keepalive* do gRPC vence: 300 s até o primeiro ping e mais 120 s sem resposta (medido aqui:
-#: as tarefas voltaram a rodar ~430 s depois do cabo). Estes valores encurtam essa espera para
-#: ~20 s. Do mesmo jeito, quando o nó principal some, cada driver e nó tenta reconectar por
-#: ``gcs_rpc_server_reconnect_timeout_s`` (60 s no Ray) antes de desistir; aqui, 20 s. O nó
-#: principal recebe os valores em ``--system-config`` e os repassa a cada nó e driver que entra
-#: no cluster. O preço: uma rede que some por mais de ~20 s derruba as tarefas em andamento
-#: naquela máquina (o Ray as roda de novo em outra, com ``max_retries``), e um nó principal
-#: fora do ar por mais de 20 s encerra os nós e drivers da sala.
+#: Quanto a sala espera por uma máquina que sumiu da rede (cabo puxado): com os padrões do Ray,
+#: quem espera uma tarefa naquela máquina só desiste quando o *keepalive* do gRPC vence (300 s
+#: até o 1º ping + 120 s sem resposta); aqui, ~20 s. E um nó principal que some: cada driver e
+#: nó tenta reconectar por ``gcs_rpc_server_reconnect_timeout_s`` (60 s no Ray); aqui, 20 s. O nó
+#: principal recebe os valores em ``--system-config`` e os repassa a quem entra. O preço: uma
+#: rede fora por mais de ~20 s derruba as tarefas daquela máquina (o Ray as roda de novo em
+#: outra, com ``max_retries``), e um nó principal fora por mais de 20 s encerra a sala.
+#: Os tempos medidos: docs/sala_em_maquinas_separadas.md.
 CLASSROOM_SYSTEM_CONFIG = {
     "grpc_client_keepalive_time_ms": 10_000,
     "grpc_client_keepalive_timeout_ms": 10_000,
@@ -105,7 +96,8 @@ def port_flags(*, head: bool) -> list[str]:
     flags = []
     for port in CLASSROOM_PORTS:
         if port.flag and port.flag != "--port" and (head or not port.head_only):
-            flags += port.flags()
+            flags.append(f"{port.flag}={port.first}")
+            flags += [f"{port.last_flag}={port.last}"] if port.last_flag else []
     return flags
 
 
@@ -133,19 +125,14 @@ def head_command(
     extra: list[str] | None = None,
     classroom_ports: bool = True,
 ) -> list[str]:
-    """Monta o comando ``ray start --head ...`` (sem executá-lo).
-
-    ``classroom_ports``: fixa as portas de :data:`CLASSROOM_PORTS` e passa
-    :data:`CLASSROOM_SYSTEM_CONFIG` (o nó principal da sala); o
-    :class:`~labutils.cluster.LocalCluster`, com vários nós numa máquina, passa as suas em
-    ``extra`` e desliga isto."""
-    check_port(port, "o nó principal (--port)")
+    """O comando ``ray start --head ...`` (sem executá-lo). ``classroom_ports``: as portas de
+    :data:`CLASSROOM_PORTS` e :data:`CLASSROOM_SYSTEM_CONFIG`; o ``LocalCluster``, com vários
+    nós numa máquina, passa as suas em ``extra``."""
+    system.check_port(port, "--port", ClusterError)
     if dashboard:
-        check_port(dashboard_port, "o painel (--dashboard-port)")
-    if num_cpus is not None and (
-        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 0
-    ):
-        raise ClusterError(f"num_cpus deve ser um inteiro >= 0 (--num-cpus), recebi {num_cpus!r}.")
+        system.check_port(dashboard_port, "--dashboard-port", ClusterError)
+    if num_cpus is not None:
+        system.check_int(num_cpus, "--num-cpus", 0, error=ClusterError)
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
     if classroom_ports:
         cmd += port_flags(head=True)
@@ -153,7 +140,7 @@ def head_command(
     if node_ip_address:
         cmd.append(f"--node-ip-address={node_ip_address}")
     if num_cpus is not None:
-        cmd.append(f"--num-cpus={int(num_cpus)}")
+        cmd.append(f"--num-cpus={num_cpus}")
     if dashboard:
         cmd += [f"--dashboard-host={dashboard_host}", f"--dashboard-port={dashboard_port}"]
     else:
@@ -174,15 +161,14 @@ def start_head(
     node_ip_address: str | None = None,
     timeout: float = 90,
 ) -> str:
-    """Inicia o nó principal (head node) nesta máquina (``ray start --head``); devolve ``IP:PORTA``.
+    """Inicia o nó principal nesta máquina (``ray start --head``); devolve ``IP:PORTA``.
 
-    O painel escuta só em ``127.0.0.1`` por padrão. ``dashboard_host="0.0.0.0"`` o abre
-    para toda a rede: qualquer um que alcance a porta pode enviar código para o cluster.
-    Faça isso só numa rede fechada de laboratório (veja a lição 04).
+    O painel escuta só em ``127.0.0.1`` por padrão; ``dashboard_host="0.0.0.0"`` o abre para a
+    rede toda, e quem alcança a porta pode enviar código ao cluster (só numa rede fechada).
     """
-    require_free_port(port, "porta do nó principal (--port)")
+    require_free_port(port, "--port")
     if dashboard:
-        require_free_port(dashboard_port, "painel (--dashboard-port)")
+        require_free_port(dashboard_port, "--dashboard-port")
         if dashboard_host in ALL_INTERFACES:
             print(
                 "ATENÇÃO: painel aberto para toda a rede (--dashboard-host=0.0.0.0). Qualquer "
@@ -212,20 +198,20 @@ def start_head(
 def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60) -> None:
     """Junta esta máquina ao cluster como nó worker (``ray start --address=IP:PORTA``).
 
-    Antes do ``ray start``, e em poucos segundos: o nó principal responde nesse endereço, esta
-    máquina tem o token dele (nunca gera um, veja :func:`require_head_token`) e ele aceita esse
-    token (``ray status --address``, que falha em ~1 s com o token errado, contra
-    ~20 s do ``ray start``).
+    Antes, em segundos: o nó principal responde, esta máquina tem o token dele (nunca gera um)
+    e ele aceita esse token (``ray status --address`` recusa em ~1 s; o ``ray start``, em ~20 s).
     """
-    check_head_reachable(head_address)
-    source = require_head_token()
+    split_address(head_address)
+    check_reachable(head_address)
+    source = ensure_auth_token(generate=False)
     probe = run_ray(
         [ray_executable(), "status", f"--address={head_address}"],
         timeout=30,
         show_output=False,
         check=False,
     )
-    if probe.returncode != 0 and token_refused(probe.stdout + probe.stderr):
+    out = probe.stdout + probe.stderr
+    if probe.returncode != 0 and ("InvalidAuthToken" in out or "AuthenticationError" in out):
         raise ClusterError(
             f"O nó principal em {head_address} recusou o token desta máquina ({source}): ele "
             "não é o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
@@ -233,7 +219,7 @@ def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60)
         )
     cmd = [ray_executable(), "start", f"--address={head_address}", *port_flags(head=False)]
     if num_cpus is not None:
-        cmd.append(f"--num-cpus={int(num_cpus)}")
+        cmd.append(f"--num-cpus={num_cpus}")
     run_ray(cmd, timeout=timeout, leave_running=True)
 
 
@@ -241,17 +227,15 @@ def status(address: str | None = None, *, timeout: float = 30) -> str:
     """Mostra nós e recursos do cluster (``ray status``) e devolve o texto."""
     cmd = [ray_executable(), "status"]
     if address:
-        check_head_reachable(address)
+        split_address(address)
+        check_reachable(address)
         cmd.append(f"--address={address}")
     return run_ray(cmd, timeout=timeout).stdout
 
 
 def stop(*, force: bool = False, timeout: float = 60) -> None:
-    """Para **todos** os processos Ray desta máquina (``ray stop``).
-
-    Pensado para o computador de um aluno ou do instrutor ao fim da aula. Numa máquina
-    compartilhada, derruba também o Ray dos outros: lá, use :meth:`LocalCluster.stop`.
-    """
+    """Para **todo** o Ray desta máquina (``ray stop``), ao fim da aula. Numa máquina
+    compartilhada derruba também o dos outros: lá, use :meth:`LocalCluster.stop`."""
     run_ray([ray_executable(), "stop", *(["--force"] if force else [])], timeout=timeout)
 
 

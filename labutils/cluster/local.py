@@ -1,12 +1,9 @@
 """Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`.
 
 Cada nó é um ``ray start --block`` num grupo de processos próprio, com portas, recursos e
-``--temp-dir`` próprios. :meth:`LocalCluster.stop` encerra só esses processos; nunca
-``ray stop``.
-
-Portas: o painel escuta só em ``127.0.0.1``.
-O que sobra na rede está em :data:`labutils.cluster.network.NETWORK_LISTENERS`, com o
-motivo: o Ray 2.60 não oferece como mudá-lo.
+``--temp-dir`` próprios; :meth:`LocalCluster.stop` encerra só esses processos (nunca
+``ray stop``). O painel escuta só em ``127.0.0.1``; o que o Ray ainda abre para a rede está em
+:data:`labutils.cluster.network.NETWORK_LISTENERS`.
 """
 
 from __future__ import annotations
@@ -23,15 +20,16 @@ import time
 from pathlib import Path
 
 from labutils import config, system
-from labutils.cluster.auth import ensure_auth_token
 from labutils.cluster.base import (
-    LOCALHOST,
+    DEFAULT_DASHBOARD_PORT,
     ClusterError,
     die_with_parent,
+    ensure_auth_token,
     ray_executable,
     require_free_port,
 )
-from labutils.cluster.classroom import DEFAULT_DASHBOARD_PORT, head_command
+from labutils.cluster.classroom import head_command
+from labutils.system import LOCALHOST
 
 #: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
 WORKER_PORTS_PER_NODE = 12
@@ -42,12 +40,9 @@ NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", "RAY_raylet_start_wait
 
 
 class LocalCluster:
-    """Cluster Ray de vários nós nesta máquina, para o laptop ou o CI.
-
-    Um nó principal (head node) e ``num_workers`` nós workers, cada um com
-    ``cpus_per_node`` CPUs declaradas (``head_cpus`` muda só as do nó principal). Nenhum
-    nó vira "o último cluster" ao qual um ``ray.init()`` qualquer desta máquina se
-    conectaria sozinho (``--temp-dir`` exclusivo).
+    """Um nó principal e ``num_workers`` workers nesta máquina, cada um com ``cpus_per_node``
+    CPUs (``head_cpus`` muda só as do principal). Com ``--temp-dir`` exclusivo, nenhum nó vira
+    "o último cluster" ao qual um ``ray.init()`` qualquer desta máquina se conectaria.
 
     >>> with LocalCluster(num_workers=2) as cluster:   # doctest: +SKIP
     ...     ray.init(address=cluster.address)
@@ -68,18 +63,12 @@ class LocalCluster:
         start_timeout: float = 120,
         verbose: bool = True,
     ) -> None:
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"num_workers deve ser um inteiro >= 0, recebi {num_workers!r}.")
-        for name, value, low in (("cpus_per_node", cpus_per_node, 1), ("head_cpus", head_cpus, 0)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < low
-            ):
-                raise ValueError(
-                    f"{name} deve ser um inteiro >= {low} (`ray start --num-cpus`), "
-                    f"recebi {value!r}."
-                )
+        system.check_int(num_workers, "num_workers", 0)
+        system.check_int(cpus_per_node, "cpus_per_node")
+        if head_cpus is not None:
+            system.check_int(head_cpus, "head_cpus", 0)
         if dashboard_port is not None:
-            require_free_port(dashboard_port, "painel (dashboard_port)")
+            require_free_port(dashboard_port, "dashboard_port")
         self.num_workers = num_workers
         self.cpus_per_node = cpus_per_node
         self.head_cpus = cpus_per_node if head_cpus is None else head_cpus
@@ -97,7 +86,6 @@ class LocalCluster:
         self._nodes: list[subprocess.Popen] = []
         self._pids: set[int] = set()
 
-    # -- endereço e painel ---------------------------------------------------------------
     @property
     def address(self) -> str:
         """``127.0.0.1:PORTA`` do nó principal, para ``ray.init(address=...)`` ou ``RAY_ADDRESS``."""
@@ -109,11 +97,10 @@ class LocalCluster:
 
     @property
     def pids(self) -> set[int]:
-        """PIDs de todos os processos deste cluster vistos até agora (nós e filhos)."""
+        """PIDs de todos os processos deste cluster vistos até agora."""
         self._collect_pids()
         return set(self._pids)
 
-    # -- ciclo de vida ---------------------------------------------------------------------
     def __enter__(self) -> LocalCluster:
         return self.start()
 
@@ -145,11 +132,9 @@ class LocalCluster:
         return self
 
     def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
-        """Sobe os nós ``indices`` em paralelo; tenta de novo quem esgotou o prazo do Ray.
-
-        Numa máquina sobrecarregada, o raylet pode levar mais que os 30 s que o Ray espera pelo
-        seu registro ("timed out during startup", prazo fixo do Ray); outra tentativa costuma bastar.
-        """
+        """Sobe os nós ``indices`` em paralelo. Numa máquina sobrecarregada o raylet pode passar
+        dos 30 s (fixos) que o Ray espera pelo registro ("timed out during startup"): outra
+        tentativa costuma bastar."""
         for attempt in range(1, attempts + 1):
             pending = [self._spawn_node(i, attempt) for i in indices]
             failed = []

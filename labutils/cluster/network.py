@@ -1,10 +1,6 @@
-"""Que portas um cluster local abre para a rede, e por quê (lição 04,
-``tests/test_cluster_security.py``).
-
-:func:`listeners` lista os sockets TCP escutando dos processos de um cluster (pelos PIDs) e
-diz, para cada um fora do loopback, o motivo conhecido em :data:`NETWORK_LISTENERS` — ou
-``None``, se ninguém sabe por que aquela porta está aberta (o teste falha nesse caso).
-"""
+"""Que portas um cluster local abre para a rede, e por quê: :func:`listeners` lista os sockets
+TCP escutando dos processos de um cluster e, para cada um fora do loopback, o motivo conhecido
+em :data:`NETWORK_LISTENERS` (ou ``None``: ``tests/test_cluster_security.py`` falha)."""
 
 from __future__ import annotations
 
@@ -13,12 +9,10 @@ from dataclasses import dataclass
 #: endereços que só a própria máquina alcança
 LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
 
-#: O que um cluster local ainda abre fora do loopback, e por quê (medido no Ray 2.60;
-#: ``tests/test_cluster_security.py`` falha se aparecer algo fora desta lista). A raiz é uma só: o
-#: ``ray start`` troca ``--node-ip-address=127.0.0.1`` (e o ``127.0.0.1`` de ``--address`` e
-#: de ``ray.init``) pelo IP da máquina na rede, e os serviços escutam nesse IP ou em todas as
-#: interfaces. Um nó principal com IP 127.0.0.1 escutaria só em loopback, mas nenhum worker
-#: nem driver conseguiria entrar nele. Quem protege essas portas é o token (``RAY_AUTH_MODE``).
+#: O que um cluster local ainda abre fora do loopback no Ray 2.60, e por quê. A raiz é uma só: o
+#: ``ray start`` troca o ``127.0.0.1`` (de ``--node-ip-address``, ``--address`` e ``ray.init``)
+#: pelo IP da máquina, e os serviços escutam nesse IP ou em todas as interfaces; com 127.0.0.1,
+#: nenhum worker nem driver entraria no nó principal. Quem protege essas portas é o token.
 NETWORK_LISTENERS = {
     "gcs_server": "GCS (--port): o Ray não tem opção de interface para ele",
     "raylet": "raylet e armazém de objetos (--node-manager-port, --object-manager-port)",
