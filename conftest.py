@@ -43,24 +43,40 @@ def pytest_configure(config):
     os.environ[processes.SESSION_MARK] = secrets.token_hex(8)
 
 
+#: o que cada processo do pytest-xdist (``make test``: ``-n 2``) achou deixado para trás
+WORKER_LEFTOVERS = pytest.StashKey[list[str]]()
+
+
 def pytest_sessionfinish(session, exitstatus):
-    _check_leftovers(session)
+    listing = _check_leftovers()
+    # Num processo do pytest-xdist, o código de saída dele não conta: o resultado vai ao
+    # processo principal em workeroutput (enviado depois deste hook), que falha a sessão.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and listing:
+        workeroutput["ray_leftovers"] = listing
+    for found in [listing, *session.config.stash.get(WORKER_LEFTOVERS, [])]:
+        if found:
+            print(f"\nERRO: processos do Ray deixados pelos testes (encerrados):\n{found}")
+            session.exitstatus = 1
     session.config.stash[EXIT_STATUS] = int(session.exitstatus)
 
 
-def _check_leftovers(session):
-    """Falha a sessão se algum teste deixou processos do Ray vivos, e encerra só esses."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """No processo principal do pytest-xdist: guarda o que um processo de testes achou."""
+    found = getattr(node, "workeroutput", {}).get("ray_leftovers")
+    if found:
+        node.config.stash.setdefault(WORKER_LEFTOVERS, []).append(f"[{node.gateway.id}]\n{found}")
+
+
+def _check_leftovers() -> str:
+    """Os processos do Ray que os testes desta sessão deixaram vivos (já encerrados), um por
+    linha; vazio se nenhum."""
     if not _check_enabled():
-        return
+        return ""
     left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S)
-    if not left:
-        return
-    listing = "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
-    print(
-        f"\nERRO: processos do Ray deixados pelos testes desta sessão (encerrando-os):\n{listing}"
-    )
     processes.kill_pids(left)
-    session.exitstatus = 1
+    return "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
 
 
 # ---------------------------------------------------------------- saída sem o teardown nativo

@@ -33,6 +33,7 @@ RUNTIME_ONLY = {
     "jsonschema": "versão do Ray fixada abaixo da 4.25",
     "nbval": "plugin do pytest que executa os notebooks",
     "pytest-timeout": "plugin do pytest",
+    "pytest-xdist": "plugin do pytest (make test roda com -n 2)",
     "ruff": "o lint (make lint)",
 }
 

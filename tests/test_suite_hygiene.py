@@ -52,7 +52,10 @@ def foreign_raylet(tmp_path):
     system.kill_group(proc, grace=0)
 
 
-def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
+# com -n 2 (como no make test), quem acha o processo é um dos processos do pytest-xdist, e o
+# principal é quem tem de falhar a sessão
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["um processo", "pytest-xdist"])
+def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet, workers):
     inner = tmp_path / "sessao"
     _fake_raylet(inner)
     conftest = (ROOT / "conftest.py").read_text(encoding="utf-8")
@@ -65,7 +68,8 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet):
     # subprocess.run, não system.run: este encerraria o grupo do pytest interno ao fim, e o
     # "raylet" deixado nele morreria mesmo se a limpeza da sessão interna falhasse
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", "."],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", *workers]
+        + ["."],
         cwd=inner,
         env=env,
         capture_output=True,
