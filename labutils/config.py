@@ -1,13 +1,7 @@
-"""Configuração do laboratório: o único módulo que lê variáveis de ambiente.
-
-- **Escala** (``LABUTILS_SCALE``): ``full`` (padrão, os tamanhos do roteiro original, para a
-  aula) ou ``smoke`` (tamanhos mínimos, para o CI). Todos os tamanhos das duas escalas ficam
-  numa só tabela, :data:`_SIZES`; nenhuma célula de notebook precisa ser editada.
-- **Pastas**: dados (``LABUTILS_DATA_DIR``), resultados (``LABUTILS_RESULTS_DIR``) e
-  checkpoints do Ray Train (``LABUTILS_TRAIN_STORAGE``); a raiz do repositório.
-- **Ray**: o modo de autenticação padrão (token) e as variáveis repassadas aos workers.
-- **Ensaio** (``LABUTILS_SYNTHETIC_DATA=1``): na escala ``full``, os carregadores geram dados
-  SINTÉTICOS do tamanho real (``make rehearsal``), para medir as lições sem os dados reais.
+"""Configuração do laboratório, o único módulo que lê variáveis de ambiente: a escala
+(``LABUTILS_SCALE``: ``full``, a da aula, ou ``smoke``, a do CI), com todos os tamanhos numa
+tabela (:data:`_SIZES`); as pastas de dados, resultados e checkpoints; os padrões do Ray; e o
+ensaio (``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do tamanho real na escala ``full``).
 """
 
 from __future__ import annotations
@@ -19,7 +13,6 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-#: raiz do repositório (onde ficam ``data/``, ``results/``, ``pyproject.toml``)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SCALE_ENV = "LABUTILS_SCALE"
@@ -28,7 +21,6 @@ RESULTS_DIR_ENV = "LABUTILS_RESULTS_DIR"
 TRAIN_STORAGE_ENV = "LABUTILS_TRAIN_STORAGE"
 SYNTHETIC_ENV = "LABUTILS_SYNTHETIC_DATA"
 SCALES = ("full", "smoke")
-DEFAULT_SCALE = "full"
 
 
 @dataclass(frozen=True)
@@ -126,19 +118,13 @@ _SIZES = {
 
 
 def pick(*, full: T, smoke: T, scale: str | None = None) -> T:
-    """Escolhe um valor conforme a escala: ``pick(full=200, smoke=10)``.
-
-    Para tamanhos que só uma lição usa (cada módulo de lição declara os seus assim).
-    """
-    scale = current_scale() if scale is None else scale
-    if scale not in SCALES:
-        raise ValueError(f"Escala desconhecida: {scale!r}. Use uma destas: {', '.join(SCALES)}.")
-    return full if scale == "full" else smoke
+    """O valor da escala: ``pick(full=200, smoke=10)``, para tamanhos que só uma lição usa."""
+    return full if sizes(scale).scale == "full" else smoke
 
 
 def current_scale() -> str:
-    """Devolve a escala em vigor (``full`` ou ``smoke``), lida de ``LABUTILS_SCALE``."""
-    value = os.environ.get(SCALE_ENV, DEFAULT_SCALE).strip().lower() or DEFAULT_SCALE
+    """A escala em vigor (``full`` ou ``smoke``), lida de ``LABUTILS_SCALE``."""
+    value = os.environ.get(SCALE_ENV, "").strip().lower() or "full"
     if value not in SCALES:
         raise ValueError(
             f"{SCALE_ENV}={value!r} não é uma escala válida. "
@@ -148,9 +134,8 @@ def current_scale() -> str:
 
 
 def sizes(scale: str | None = None) -> Sizes:
-    """Devolve os tamanhos da escala pedida (ou da escala em vigor)."""
-    if scale is None:
-        scale = current_scale()
+    """Os tamanhos da escala pedida (ou da escala em vigor)."""
+    scale = current_scale() if scale is None else scale
     if scale not in _SIZES:
         raise ValueError(f"Escala desconhecida: {scale!r}. Use uma destas: {', '.join(SCALES)}.")
     return _SIZES[scale]
@@ -164,29 +149,21 @@ def synthetic_data() -> bool:
 # ---------------------------------------------------------------- pastas
 
 
-def _folder(env_name: str, default: Path) -> Path:
-    value = os.environ.get(env_name)
-    return Path(value).expanduser() if value else default
-
-
 def data_dir() -> Path:
     """Pasta dos dados: ``LABUTILS_DATA_DIR`` ou ``data/`` na raiz do repositório."""
-    return _folder(DATA_DIR_ENV, REPO_ROOT / "data")
+    return Path(os.environ.get(DATA_DIR_ENV) or REPO_ROOT / "data").expanduser()
 
 
 def results_dir() -> Path:
     """Pasta dos resultados (criada se faltar): ``LABUTILS_RESULTS_DIR`` ou ``results/``."""
-    folder = _folder(RESULTS_DIR_ENV, REPO_ROOT / "results")
+    folder = Path(os.environ.get(RESULTS_DIR_ENV) or REPO_ROOT / "results").expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
 def train_storage() -> str:
     """Onde o Ray Train guarda checkpoints: ``LABUTILS_TRAIN_STORAGE`` ou ``results/ray_train``.
-
-    Num cluster de várias máquinas, esta pasta precisa ser compartilhada por todos os nós
-    (NFS) ou ser um endereço de nuvem (``s3://...``): cada worker grava nela.
-    """
+    Num cluster de várias máquinas, uma pasta que todos os nós veem (NFS) ou ``s3://...``."""
     value = os.environ.get(TRAIN_STORAGE_ENV)
     if value:
         return value
@@ -197,8 +174,8 @@ def train_storage() -> str:
 
 # ---------------------------------------------------------------- Ray
 
-#: modo de autenticação do Ray usado por padrão em todos os processos (nó principal, workers,
-#: driver): o mesmo em todos, senão um recusa o outro (veja FACTS.md)
+#: o modo de autenticação do Ray em todos os processos (nó principal, workers, driver): o mesmo
+#: em todos, senão um recusa o outro
 RAY_AUTH_MODE_DEFAULT = "token"
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
 WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL")
@@ -240,11 +217,9 @@ def tf_config() -> dict:
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Ambiente para um processo do Ray (``ray start``...): o atual, com o modo de autenticação
     padrão e sem estatísticas de uso."""
-    env = child_env()
+    env = {"RAY_USAGE_STATS_ENABLED": "0", **os.environ}
     env["RAY_AUTH_MODE"] = ray_auth_mode() or RAY_AUTH_MODE_DEFAULT
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.update(extra or {})
-    return env
+    return {**env, **(extra or {})}
 
 
 def token_source() -> tuple[str, Path | None]:
@@ -275,14 +250,12 @@ def forwarded_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def set_default_env() -> None:
-    """Padrões do processo, antes de importar o Ray e o TensorFlow: token ligado e TF quieto.
+    """Padrões do processo: token ligado e TF quieto (um valor já definido é respeitado).
 
-    O Ray lê ``RAY_AUTH_MODE`` ao ser importado; por isso ``import labutils`` chama esta função
-    (os notebooks importam ``labutils`` antes do ``ray``). Um valor já definido é respeitado.
-
-    Se o ``ray`` já foi importado sem a variável, defini-la agora deixaria o driver sem token e
-    os processos que ele cria com token, e um recusaria o outro. O Ray não tem API pública para
-    recarregar esse modo, então nada muda e um aviso diz como ligar o token.
+    O Ray lê ``RAY_AUTH_MODE`` ao ser importado; por isso ``import labutils``, antes do ``ray``,
+    chama esta função. Com o ``ray`` já importado sem a variável, defini-la agora deixaria o
+    driver sem token e seus processos com token (um recusaria o outro): nada muda, e um aviso
+    diz como ligar o token.
     """
     import sys
     import warnings

@@ -47,6 +47,13 @@ def _missing_message(name: str, where: Path, host: str) -> str:
 # ---------------------------------------------------------------- California Housing
 
 
+def dataset_hosts() -> dict[str, str]:
+    """Os servidores de onde cada conjunto é baixado."""
+    from sklearn.datasets._california_housing import ARCHIVE
+
+    return {"California Housing": urlparse(ARCHIVE.url).hostname, "CIFAR-100": CIFAR_HOST}
+
+
 def housing_home() -> Path:
     return data_dir() / "california_housing"
 
@@ -143,9 +150,7 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
             print(f"Arquivo {cached} corrompido ({type(err).__name__}); baixando de novo.")
             cached.unlink()
     if not cached.exists():
-        from sklearn.datasets._california_housing import ARCHIVE
-
-        host = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
+        host = dataset_hosts()["California Housing"]
         if not download or reachable(host, 443) is not None:
             raise DatasetUnavailableError(_missing_message("California Housing", home, host))
         try:

@@ -1,17 +1,8 @@
-"""Diagnóstico do ambiente: responde antes da aula "por que não funciona na minha máquina?".
+"""Diagnóstico do ambiente (``python -m labutils.doctor --help``): responde antes da aula "por
+que não funciona na minha máquina?" e estima os minutos de cada lição aqui.
 
-Cada verificação devolve linhas :class:`Row` (✅/⚠️/❌, item, detalhe e, quando algo falta, como
-resolver). As versões esperadas vêm só de ``pyproject.toml``. Seções, nesta ordem: a linha e
-:func:`guard`; versões fixadas; TensorFlow e tf-keras (sonda num subprocesso); Ray (painel,
-autenticação, portas); a máquina e os dados; o relatório; o tempo das lições aqui;
-:func:`run_checks` e :func:`main`::
-
-    python -m labutils.doctor             # código 1 se algo impede as lições (❌)
-    python -m labutils.doctor --strict    # também código 1 com avisos (⚠️)
-    python -m labutils.doctor --offline   # não testa o acesso aos servidores dos dados
-    python -m labutils.doctor --no-times  # sem a estimativa do tempo de cada lição (~10 s)
-
-Nada aqui trava: rede e TensorFlow são testados com prazo curto.
+Cada verificação devolve linhas :class:`Row` (✅/⚠️/❌, item, detalhe e como resolver); as
+versões esperadas vêm só de ``pyproject.toml``. Nada trava: rede e TensorFlow têm prazo curto.
 """
 
 from __future__ import annotations
@@ -35,16 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from labutils import config, data, system
-from labutils.config import (
-    DATA_DIR_ENV,
-    REPO_ROOT,
-    SCALE_ENV,
-    SCALES,
-    SYNTHETIC_ENV,
-    current_scale,
-    data_dir,
-    synthetic_data,
-)
+from labutils.config import DATA_DIR_ENV, REPO_ROOT, SCALE_ENV, SYNTHETIC_ENV, data_dir
 
 # ---------------------------------------------------------------- a linha do relatório
 
@@ -60,10 +42,6 @@ class Row:
     item: str
     detail: str
     remedy: str = ""
-
-    @property
-    def blocks(self) -> bool:
-        return self.status == FAIL
 
 
 def guard(item: str, check: Callable[[], Row | list[Row]]) -> list[Row]:
@@ -194,8 +172,8 @@ def check_package(req: Requirement) -> Row:
     return Row(OK, req.name, found)
 
 
-def check_packages(reqs: Iterable[Requirement] | None = None) -> list[Row]:
-    return [check_package(r) for r in (reqs if reqs is not None else project_spec()[1])]
+def check_packages() -> list[Row]:
+    return [check_package(r) for r in project_spec()[1]]
 
 
 # ---------------------------------------------------------------- TensorFlow e tf-keras
@@ -257,10 +235,6 @@ def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dic
     )
 
 
-def _gpu_on_machine() -> bool:
-    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
-
-
 def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
     if "error" in probe:
         return Row(FAIL, "TensorFlow", probe["error"], f"{INSTALL_HINT}; depois rode de novo.")
@@ -273,7 +247,9 @@ def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
             "A lição 05 precisa disso: reinstale o TensorFlow fixado e rode num processo novo.",
         )
     detail = f"{probe['tf']}; GPUs: {len(gpus)}; CPU dividida em {probe['logical_cpus']} dispositivos lógicos"
-    if not gpus and (gpu_on_machine if gpu_on_machine is not None else _gpu_on_machine()):
+    if gpu_on_machine is None:
+        gpu_on_machine = shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
+    if not gpus and gpu_on_machine:
         return Row(
             WARN,
             "TensorFlow",
@@ -331,8 +307,7 @@ def check_ray() -> Row:
 
 def check_auth() -> Row:
     """Autenticação por token do Ray: aviso em português se ``RAY_AUTH_MODE=disabled``."""
-    warning = config.auth_disabled_warning()
-    if warning:
+    if warning := config.auth_disabled_warning():
         return Row(WARN, "Ray: autenticação", "DESLIGADA (RAY_AUTH_MODE=disabled)", warning)
     mode = config.ray_auth_mode() or config.RAY_AUTH_MODE_DEFAULT
     return Row(OK, "Ray: autenticação", f"por token (RAY_AUTH_MODE={mode})")
@@ -368,117 +343,76 @@ def check_cpus(count: int | None = None) -> Row:
     if count is None:
         count = os.cpu_count() or 1
     system.check_int(count, "count (núcleos)")
-    if count >= 2:
-        return Row(OK, "CPUs", f"{count} CPUs lógicas{_physical()}")
-    return Row(
-        WARN,
-        "CPUs",
-        f"{count} núcleo: as comparações com 2 workers não terão ganho",
-        "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
-    )
-
-
-def _physical() -> str:
-    """``", N núcleos físicos, M GB de memória"`` (o que o psutil souber dizer)."""
+    if count < 2:
+        return Row(
+            WARN,
+            "CPUs",
+            f"{count} núcleo: as comparações com 2 workers não terão ganho",
+            "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
+        )
     import psutil
 
     cores = psutil.cpu_count(logical=False)
-    memory = psutil.virtual_memory().total / 2**30
-    return (f", {cores} núcleos físicos" if cores else "") + f", {memory:.0f} GB de memória"
+    memory = f"{psutil.virtual_memory().total / 2**30:.0f} GB de memória"
+    return Row(OK, "CPUs", f"{count} CPUs lógicas, {cores or '?'} núcleos físicos, {memory}")
 
 
 def check_scale() -> Row:
     try:
-        scale = current_scale()
+        scale = config.current_scale()
     except ValueError as err:
-        return Row(
-            FAIL, "escala", str(err), f"Use {SCALE_ENV}=full (aula) ou smoke (teste rápido)."
-        )
+        return Row(FAIL, "escala", str(err), f"Use {SCALE_ENV}=full (aula) ou smoke (teste).")
     if scale == "smoke":
-        return Row(
-            OK,
-            "escala",
-            "smoke: tamanhos mínimos e dados locais/sintéticos (para testar, não para medir)",
-        )
-    return Row(OK, "escala", f"full: tamanhos da aula (mude com {SCALE_ENV}={'|'.join(SCALES)})")
-
-
-def dataset_hosts() -> dict[str, str]:
-    """Servidores de onde cada conjunto é baixado."""
-    from urllib.parse import urlparse
-
-    try:
-        from sklearn.datasets._california_housing import ARCHIVE
-
-        housing = urlparse(ARCHIVE.url).hostname or ARCHIVE.url
-    except (ImportError, AttributeError):  # scikit-learn ausente ou mudou: a linha do pacote acusa
-        housing = "ndownloader.figshare.com"
-    return {"California Housing": housing, "CIFAR-100": data.CIFAR_HOST}
+        return Row(OK, "escala", "smoke: tamanhos mínimos e dados locais (testar, não medir)")
+    return Row(OK, "escala", f"full: tamanhos da aula (mude com {SCALE_ENV}=full|smoke)")
 
 
 def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
     """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
     try:
-        smoke = current_scale() == "smoke"
+        smoke = config.current_scale() == "smoke"
     except ValueError:
         smoke = False
+    missing = f"ausente em {data_dir()}"
     rows = []
     for name, present in data.datasets_present().items():
-        item = f"dados: {name}"
+        detail = f"{missing}: será baixado na primeira lição que o usar"
+        row = Row(WARN, f"dados: {name}", detail, "Baixe antes da aula: `make data`.")
         if present:
-            rows.append(Row(OK, item, f"presente em {data_dir()}"))
+            row = Row(OK, row.item, f"presente em {data_dir()}")
         elif smoke:
-            rows.append(Row(OK, item, "ausente, mas a escala smoke usa dados locais"))
-        elif synthetic_data():
+            row = Row(OK, row.item, "ausente, mas a escala smoke usa dados locais")
+        elif config.synthetic_data():
             detail = f"ausente; {SYNTHETIC_ENV}=1: o ensaio usa dados SINTÉTICOS do tamanho real"
-            rows.append(Row(WARN, item, detail, "para a aula, baixe os reais: `make data`"))
+            row = Row(WARN, row.item, detail, "para a aula, baixe os reais: `make data`")
         elif reachable is not None and not reachable.get(name, False):
-            rows.append(
-                Row(
-                    FAIL,
-                    item,
-                    f"ausente em {data_dir()} e o servidor está inacessível",
-                    "Numa máquina com internet rode `make data` e copie a pasta data/ para cá "
-                    f"(ou aponte {DATA_DIR_ENV} para ela); para só testar: {SCALE_ENV}=smoke.",
-                )
+            remedy = (
+                "Numa máquina com internet rode `make data` e copie a pasta data/ para cá "
+                f"(ou aponte {DATA_DIR_ENV} para ela); para só testar: {SCALE_ENV}=smoke."
             )
-        else:
-            rows.append(
-                Row(
-                    WARN,
-                    item,
-                    f"ausente em {data_dir()}: será baixado na primeira lição que o usar",
-                    "Baixe antes da aula para não depender da rede: `make data`.",
-                )
-            )
+            row = Row(FAIL, row.item, f"{missing} e o servidor está inacessível", remedy)
+        rows.append(row)
     return rows
 
 
 def check_hosts(
-    hosts: dict[str, str | tuple[str, int]] | None = None, timeout: float = HOST_TIMEOUT_S
+    hosts: dict[str, tuple[str, int]] | None = None, timeout: float = HOST_TIMEOUT_S
 ) -> tuple[list[Row], dict[str, bool]]:
     """Testa em paralelo se cada servidor abre conexão em até ``timeout`` segundos."""
-    targets = {
-        k: v if isinstance(v, tuple) else (v, 443) for k, v in (hosts or dataset_hosts()).items()
-    }
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        futures = {k: pool.submit(system.reachable, *hp, timeout) for k, hp in targets.items()}
+    hosts = hosts or {name: (host, 443) for name, host in data.dataset_hosts().items()}
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        futures = {k: pool.submit(system.reachable, *hp, timeout) for k, hp in hosts.items()}
         reachable = {k: f.result() is None for k, f in futures.items()}
-    rows = []
-    for name, (host, _port) in targets.items():
-        item = f"rede: {host}"
-        if reachable[name]:
-            rows.append(Row(OK, item, f"acessível ({name})"))
-        else:
-            rows.append(
-                Row(
-                    WARN,
-                    item,
-                    f"sem resposta em {timeout:g} s ({name})",
-                    "Sem internet só funcionam os dados já em data/ e a escala smoke; "
-                    "confira proxy/firewall ou rode `make data` onde houver rede.",
-                )
-            )
+    offline = (
+        "Sem internet só funcionam os dados já em data/ e a escala smoke; "
+        "confira proxy/firewall ou rode `make data` onde houver rede."
+    )
+    rows = [
+        Row(OK, f"rede: {host}", f"acessível ({name})")
+        if reachable[name]
+        else Row(WARN, f"rede: {host}", f"sem resposta em {timeout:g} s ({name})", offline)
+        for name, (host, _) in hosts.items()
+    ]
     return rows, reachable
 
 
@@ -497,23 +431,19 @@ def exit_code(rows: Iterable[Row], strict: bool = False) -> int:
 
 def require_ready(rows: list[Row]) -> None:
     """Levanta :class:`EnvironmentNotReady` com o que fazer, se alguma linha for ❌."""
-    fails = [r for r in rows if r.blocks]
+    fails = [r for r in rows if r.status == FAIL]
     if fails:
         steps = "\n".join(f"  - {r.item}: {r.detail}\n    → {r.remedy}" for r in fails)
         raise EnvironmentNotReady(f"O ambiente ainda não está pronto para as lições:\n{steps}")
 
 
 def summary(rows: list[Row]) -> str:
-    fails = [r for r in rows if r.status == FAIL]
-    warns = [r for r in rows if r.status == WARN]
+    fails = [r.item for r in rows if r.status == FAIL]
+    warns = [r.item for r in rows if r.status == WARN]
     if fails:
-        return f"{FAIL} {len(fails)} problema(s) impedem as lições: " + "; ".join(
-            r.item for r in fails
-        )
+        return f"{FAIL} {len(fails)} problema(s) impedem as lições: {'; '.join(fails)}"
     if warns:
-        return f"{WARN} Pronto para as lições, com {len(warns)} aviso(s): " + "; ".join(
-            r.item for r in warns
-        )
+        return f"{WARN} Pronto para as lições, com {len(warns)} aviso(s): {'; '.join(warns)}"
     return f"{OK} Tudo pronto para as lições."
 
 
@@ -587,14 +517,6 @@ def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) ->
     )
 
 
-def load_rehearsal(path: Path = REHEARSAL_JSON) -> dict | None:
-    """O ensaio de referência (``ensaio.json``), ou ``None`` se não existe ou não se lê."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def estimate_minutes(reference: dict, probe: dict, cpus: int) -> dict[str, tuple[float, float]]:
     """``{notebook: (minutos do caminho principal, minutos das opcionais)}`` nesta máquina,
     com a sonda ``probe`` e ``cpus`` CPUs lógicas aqui."""
@@ -615,7 +537,11 @@ def check_lesson_times(
     probe: dict | None = None, reference: dict | None = None, cpus: int | None = None
 ) -> list[Row]:
     """Uma linha por lição: os minutos esperados aqui, e o que fazer se não cabe no período."""
-    reference = load_rehearsal() if reference is None else reference
+    if reference is None:
+        try:
+            reference = json.loads(REHEARSAL_JSON.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            reference = {}
     if not reference or "images_per_s" not in reference.get("probe", {}):
         return [Row(WARN, "tempo das lições", "sem o ensaio de referência (docs/ensaio/)",
                     "rode `make rehearsal` numa máquina da sala para ter os tempos")]  # fmt: skip
@@ -645,11 +571,8 @@ def check_lesson_times(
 
 
 def run_checks(*, offline: bool = False, tf_timeout: float = TF_TIMEOUT_S) -> list[Row]:
-    """Todas as verificações, na ordem do relatório.
-
-    As funções são procuradas neste módulo na hora da chamada: um teste pode trocar uma delas
-    (``monkeypatch.setattr(doctor, "tf_probe", ...)``).
-    """
+    """Todas as verificações, na ordem do relatório (procuradas neste módulo na hora da
+    chamada: um teste pode trocar uma delas com ``monkeypatch``)."""
     rows: list[Row] = []
     rows += guard("Python", check_python)
     rows += guard("pacotes", check_packages)

@@ -94,7 +94,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             f"Ninguém atende no endereço do nó principal (head node) do cluster Ray {address!r} "
             f"({getattr(err, 'strerror', None) or err}), após até {timeout:g} s. Confira se o "
             "nó principal está no ar (`ray start --head` na máquina do instrutor), se o IP:PORTA "
-            "é o que ele imprimiu (ou o de RAY_ADDRESS) e se o firewall libera a porta."
+            "é o que ele imprimiu (ou o de RAY_ADDRESS) e se o firewall não bloqueia a porta."
         ) from err
 
 

@@ -175,7 +175,7 @@ def _node_of():
 def test_local_cluster_listens_off_loopback_only_where_ray_offers_no_choice(running):
     found = network.listeners(running.pids)
     assert found, "nenhuma porta escutando? o cluster não está no ar"
-    exposed = [item for item in found if not item.on_loopback]
+    exposed = [item for item in found if item.ip not in network.LOOPBACK]
     table = "\n".join(f"{i.ip}:{i.port}  {i.process}  ({i.reason})" for i in exposed)
     print(f"fora do loopback ({len(exposed)} de {len(found)}):\n{table}")
     unexplained = [item for item in exposed if item.reason is None]

@@ -308,7 +308,7 @@ def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):
 
     monkeypatch.setattr(system, "reachable", slow)
     t0 = time.monotonic()
-    _, reachable = doctor.check_hosts({"A": "a.invalid", "B": "b.invalid", "C": "c.invalid"}, 0.5)
+    _, reachable = doctor.check_hosts({h: (f"{h}.invalid", 443) for h in "ABC"}, 0.5)
     assert time.monotonic() - t0 < 1.4  # 3 × 0,5 s em série daria 1,5 s
     assert calls == [0.5, 0.5, 0.5] and not any(reachable.values())
 

@@ -23,9 +23,6 @@ from labutils.cluster.base import (
 from labutils.raytools import check_reachable
 from labutils.system import LOCALHOST
 
-#: interfaces que abrem uma porta para a rede inteira
-ALL_INTERFACES = ("0.0.0.0", "::")
-
 
 @dataclass(frozen=True)
 class Port:
@@ -39,14 +36,10 @@ class Port:
     #: opção da última porta de uma faixa (``--max-worker-port``)
     last_flag: str | None = None
 
-    @property
-    def label(self) -> str:
-        return str(self.first) if self.first == self.last else f"{self.first}–{self.last}"
-
 
 #: As portas que ``start-head`` e ``join`` fixam: o firewall da sala libera estas (TCP, entre as
-#: máquinas da sala) e nada mais. A tabela da lição 04 e do README sai daqui (:func:`ports_table`)
-#: e ``tests/test_classroom_machines.py`` monta o firewall com ela. O painel escuta só em
+#: máquinas da sala) e nada mais. A tabela da lição 04 e do README é esta (``tests/test_cluster.py``
+#: confere) e ``tests/test_classroom_machines.py`` monta o firewall com ela. O painel escuta só em
 #: 127.0.0.1: não precisa de regra.
 CLASSROOM_PORTS = (
     Port("--port", DEFAULT_PORT, DEFAULT_PORT, "GCS: o registro do cluster", head_only=True),
@@ -99,18 +92,6 @@ def port_flags(*, head: bool) -> list[str]:
             flags.append(f"{port.flag}={port.first}")
             flags += [f"{port.last_flag}={port.last}"] if port.last_flag else []
     return flags
-
-
-def ports_table() -> str:
-    """A tabela (markdown) das portas que o firewall da sala libera, a da lição 04 e do README."""
-    lines = ["| porta (TCP) | para quê | em quais máquinas | opção do `ray start` |",
-             "| --- | --- | --- | --- |"]  # fmt: skip
-    for port in CLASSROOM_PORTS:
-        where = "nó principal" if port.head_only else "todas"
-        flag = f"`{port.flag}`" if port.flag else "— (não se fixa)"
-        flag += f" / `{port.last_flag}`" if port.last_flag else ""
-        lines.append(f"| {port.label} | {port.what} | {where} | {flag} |")
-    return "\n".join(lines)
 
 
 def head_command(
@@ -169,7 +150,7 @@ def start_head(
     require_free_port(port, "--port")
     if dashboard:
         require_free_port(dashboard_port, "--dashboard-port")
-        if dashboard_host in ALL_INTERFACES:
+        if dashboard_host in ("0.0.0.0", "::"):
             print(
                 "ATENÇÃO: painel aberto para toda a rede (--dashboard-host=0.0.0.0). Qualquer "
                 "máquina que alcance esta porta pode enviar jobs ao cluster. Só numa rede fechada!"

@@ -37,6 +37,8 @@ WORKER_PORTS_PER_NODE = 12
 #: Ambiente de cada nó local: parar sem a espera de "drenagem" das tarefas; e dar 60 s (não
 #: os ~15 s padrão) para o agente do painel de um nó subir, numa máquina sobrecarregada.
 NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", "RAY_raylet_start_wait_time_s": "60"}
+OBJECT_STORE_MB = 200
+START_TIMEOUT_S = 120.0
 
 
 class LocalCluster:
@@ -55,12 +57,9 @@ class LocalCluster:
         dashboard: bool = False,
         dashboard_port: int | None = None,
         *,
-        dashboard_host: str = LOCALHOST,
         head_cpus: int | None = None,
         head_args: list[str] | None = None,
         head_env: dict[str, str] | None = None,
-        object_store_mb: int = 200,
-        start_timeout: float = 120,
         verbose: bool = True,
     ) -> None:
         system.check_int(num_workers, "num_workers", 0)
@@ -75,12 +74,9 @@ class LocalCluster:
         self.head_args = list(head_args or [])
         self.head_env = dict(head_env or {})
         self.dashboard = dashboard
-        self.dashboard_host = dashboard_host
         self.port, auto_dashboard = system.free_ports(2)
         self.dashboard_port = (dashboard_port or auto_dashboard) if dashboard else None
         self._ports = {self.port, auto_dashboard, dashboard_port or 0}
-        self.object_store_mb = object_store_mb
-        self.start_timeout = start_timeout
         self.verbose = verbose
         self.temp_dir: str | None = None
         self._nodes: list[subprocess.Popen] = []
@@ -168,7 +164,7 @@ class LocalCluster:
             f"--dashboard-agent-grpc-port={agent_grpc}",
             f"--runtime-env-agent-port={runtime_env}",
             f"--metrics-export-port={metrics}",
-            f"--object-store-memory={self.object_store_mb * 1024**2}",
+            f"--object-store-memory={OBJECT_STORE_MB * 1024**2}",
             f"--temp-dir={temp_dir}",
             "--disable-usage-stats",
         ]
@@ -177,7 +173,6 @@ class LocalCluster:
                 port=self.port,
                 num_cpus=self.head_cpus,
                 dashboard=self.dashboard,
-                dashboard_host=self.dashboard_host,
                 dashboard_port=self.dashboard_port or DEFAULT_DASHBOARD_PORT,
                 block=True,
                 extra=[f"--ray-client-server-port={client}", *common, *self.head_args],
@@ -219,7 +214,7 @@ class LocalCluster:
     def _wait_ready(self, index: int, proc: subprocess.Popen, node_dir: str, log_path: str) -> None:
         # `ray start` grava este arquivo quando o nó já está no ar
         ready = os.path.join(node_dir, "ray_current_cluster")
-        deadline = time.monotonic() + self.start_timeout
+        deadline = time.monotonic() + START_TIMEOUT_S
         while not os.path.exists(ready):
             if proc.poll() is not None or time.monotonic() > deadline:
                 tail = "\n".join(Path(log_path).read_text(errors="replace").splitlines()[-15:])
@@ -227,7 +222,7 @@ class LocalCluster:
                 why = (
                     f"terminou com código {proc.returncode}"
                     if proc.poll() is not None
-                    else f"não ficou pronto em {self.start_timeout:g} s"
+                    else f"não ficou pronto em {START_TIMEOUT_S:g} s"
                 )
                 raise ClusterError(f"Não consegui iniciar {what} do cluster local: {why}.\n{tail}")
             time.sleep(0.2)
@@ -239,19 +234,6 @@ class LocalCluster:
         for proc in self._nodes:
             with contextlib.suppress(psutil.Error):
                 self._pids.update(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
-
-    def _leftovers(self) -> list:
-        """Processos ainda vivos deste cluster (pelos PIDs vistos ou pelo --temp-dir)."""
-        import psutil
-
-        alive = []
-        for p in psutil.process_iter(["pid", "cmdline"]):
-            with contextlib.suppress(psutil.Error):
-                cmdline = " ".join(p.info["cmdline"] or [])
-                if p.pid in self._pids or (self.temp_dir and self.temp_dir in cmdline):
-                    if p.status() != psutil.STATUS_ZOMBIE:
-                        alive.append(p)
-        return alive
 
     def stop(self, timeout: float = 10) -> None:
         """Encerra os nós deste cluster (workers primeiro, nó principal por último). Idempotente."""
@@ -268,10 +250,13 @@ class LocalCluster:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             for proc in self._nodes:  # o que sobrou do grupo de cada nó
                 system.kill_group(proc, grace=0)
-            leftovers = self._leftovers()
-            for p in leftovers:
+            leftovers = []  # os vivos deste cluster, pelos PIDs vistos ou pelo --temp-dir
+            for p in psutil.process_iter(["cmdline"]):
                 with contextlib.suppress(psutil.Error):
-                    p.kill()
+                    mine = p.pid in self._pids or self.temp_dir in " ".join(p.info["cmdline"] or [])
+                    if mine and p.status() != psutil.STATUS_ZOMBIE:
+                        p.kill()
+                        leftovers.append(p)
             psutil.wait_procs(leftovers, timeout=5)
             self._nodes.clear()
             with contextlib.suppress(Exception):

@@ -38,10 +38,6 @@ class Listener:
     port: int
     reason: str | None
 
-    @property
-    def on_loopback(self) -> bool:
-        return self.ip in LOOPBACK
-
 
 def listeners(pids: set[int]) -> list[Listener]:
     """Os sockets TCP escutando dos processos ``pids`` (os que sumiram no caminho são pulados)."""
