@@ -1,14 +1,8 @@
-"""Inferência em lote em paralelo (lição 06): a CNN do CIFAR-100 classificando muitas imagens.
-
-O que **não** é o assunto da lição, e que as células dela usam: o modelo (carregar o da lição
-05, ou treinar um rápido; em bytes para o object store), as imagens (arrays e arquivos Parquet),
-o limite de threads do TF, a chamada ``predict_on_batch`` de cada lote, a conferência de que um
-degrau deu as mesmas previsões que o processo único, e se um pool de atores cabe nas CPUs.
-As tarefas, os atores, o ``ActorPool`` e o pipeline do Ray Data estão escritos nas células da
-lição 06 (o benchmark tem a sua cópia em ``tools.bench.inference_runs``).
-
-Os workers nunca chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em
-bytes e as imagens em arrays ou arquivos Parquet.
+"""Lição 06, o que não é o assunto dela (as tarefas, os atores, o ``ActorPool`` e o Ray Data
+estão nas células; o benchmark tem a sua cópia em ``tools.bench.inference_runs``): o modelo
+(carregar, em bytes), as imagens (arrays, Parquet), o limite de threads, a chamada de cada lote,
+a conferência das previsões e se um pool cabe nas CPUs. Os workers nunca chamam o tfds (o mock
+só vale no processo que o ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
 """
 
 from __future__ import annotations
@@ -109,10 +103,8 @@ def load_images(scale: str | None = None) -> Images:
 
 
 def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
-    """Grava as imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image`` em bytes).
-
-    Sem dicionário: cada imagem é única, e o dicionário padrão do Parquet só custa CPU (medido
-    com 100 mil imagens: ler levou 4,7 s de CPU com ele e 1,5 s sem; gravar, 2,5 s e 0,6 s)."""
+    """Grava as imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image`` em bytes), sem
+    dicionário: cada imagem é única, e o dicionário só custaria CPU."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -138,14 +130,9 @@ def batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
 
 
 def configure_threads(threads: int) -> int:
-    """Limita o TF deste processo a ``threads`` threads (0 = padrão) e devolve o número em vigor.
-
-    Só vale antes da 1ª operação do TF; depois, nada muda e o número devolvido diz a verdade.
-
-    Desliga também o TF32 (numa GPU Ampere ou mais nova, as multiplicações de matrizes em
-    float32 passam a usar mantissa de 10 bits): com ele ligado, a confiança calculada numa GPU
-    difere da calculada na CPU em ~1e-3, acima do que :func:`check_same_labels` aceita. Sem GPU,
-    não muda nada."""
+    """Limita o TF deste processo a ``threads`` threads (0 = padrão; só antes da 1ª operação) e
+    devolve o número em vigor. Desliga o TF32: nas GPUs que o têm, a confiança difere da
+    calculada na CPU em ~1e-3, acima do que :func:`check_same_labels` aceita."""
     import tensorflow as tf
 
     tf.config.experimental.enable_tensor_float_32_execution(False)
@@ -165,18 +152,14 @@ def top1(probs: Any) -> Preds:
 
 
 def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
-    """:func:`top1` de cada imagem ``uint8`` (normalizada como em ``tfdata.scale``), lote a lote
-    com ``predict_on_batch`` — a mesma chamada dos atores, para a comparação ser justa. (O
-    ``model.predict`` do Keras monta um pipeline de dados a cada chamada: medido aqui, com 1
-    thread, 4 248 imagens/s contra 6 403 do ``predict_on_batch``.) Converte para float lote a
-    lote: converter 100 mil imagens de uma vez deu 1 112 imagens/s, contra 7 740 assim."""
-    parts = [predict_batch(model, images[i : i + batch_size])
-             for i in range(0, len(images), batch_size)]  # fmt: skip
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    """:func:`predict_batch` lote a lote: a mesma chamada dos atores, para a comparação ser justa
+    (o ``model.predict`` monta um pipeline de dados a cada chamada; converter para float lote a
+    lote evita uma cópia float de todas as imagens)."""
+    return join_predictions([predict_batch(model, b) for b in batches(images, batch_size)])
 
 
 def predict_batch(model: Any, images: np.ndarray) -> Preds:
-    """Um lote ``uint8``: normaliza, ``predict_on_batch`` e :func:`top1` (a chamada de todo degrau)."""
+    """Um lote ``uint8``: normaliza, ``predict_on_batch`` e :func:`top1`."""
     return top1(model.predict_on_batch(images.astype(np.float32) / 255.0))
 
 
@@ -186,11 +169,9 @@ def join_predictions(parts: list[Preds]) -> Preds:
 
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
-    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``.
-
-    ``wanted=None``: todos os que cabem. Se cabem menos que ``wanted`` (ou nenhum), levanta
-    ``RuntimeError`` na hora, em vez de esperar para sempre. Espera até 10 s por CPUs que atores
-    recém-encerrados ainda estejam devolvendo."""
+    """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``
+    (``wanted=None``: todos). Se cabem menos que ``wanted``, ``RuntimeError`` na hora, em vez de
+    esperar para sempre (depois de até 10 s pelas CPUs de atores recém-encerrados)."""
     import ray
 
     if wanted is not None and (type(wanted) is not int or wanted < 1):
@@ -218,7 +199,7 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
 
 def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
     """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para as tarefas de leitura e
-    gravação (1 CPU cada, por padrão; sem elas, a listagem dos arquivos nunca começa)."""
+    gravação (sem elas, a listagem dos arquivos nunca começa)."""
     import ray
 
     total = float(ray.cluster_resources().get("CPU", 0.0))
@@ -226,11 +207,9 @@ def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
 
 
 def gpus_per_actor(actors: int) -> float:
-    """GPU (fração) que cada um de ``actors`` atores pede ao Ray: 0 sem GPU neste processo.
-
-    Com GPU, a linha de base (o modelo neste kernel) roda nela; os atores pedem ``num_gpus``
-    para rodar nela também, e a comparação é da mesma coisa (sem ``num_gpus``, o Ray esconde as
-    GPUs dos atores e eles rodariam na CPU)."""
+    """GPU (fração) que cada um de ``actors`` atores pede ao Ray: 0 sem GPU neste processo. Com
+    GPU, a linha de base roda nela, e os atores também (sem ``num_gpus``, o Ray lhes esconde as
+    GPUs)."""
     import ray
     import tensorflow as tf
 
@@ -241,9 +220,9 @@ def gpus_per_actor(actors: int) -> float:
 
 
 def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
-    """Levanta ``AssertionError`` se os rótulos de ``got`` não são exatamente os da referência,
-    ou se a confiança difere (mais que arredondamento): pega imagens trocadas mesmo quando um
-    modelo fraco dá a mesma classe a todas (o caso das imagens aleatórias da escala smoke)."""
+    """``AssertionError`` se os rótulos de ``got`` não são os da referência ou a confiança difere
+    (além do arredondamento): pega imagens trocadas mesmo quando um modelo fraco dá a mesma
+    classe a todas (as imagens aleatórias da escala smoke)."""
     (ref, ref_conf), (labels, conf) = reference, got
     if np.shape(ref) != np.shape(labels):
         raise AssertionError(f"{what}: {np.size(labels)} previsões, esperava {np.size(ref)}.")
@@ -256,9 +235,7 @@ def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
 
 
 def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
-    """Maior speedup possível sobre a linha de base: núcleos ocupáveis / núcleos da linha de base.
-
-    Conta processos × threads sobre os núcleos desta máquina (não é o limite de uma fila de
-    tarefas de tempos diferentes: esse é :func:`labutils.search.speedup_bound`)."""
+    """Maior speedup possível sobre a linha de base: núcleos ocupáveis (processos × threads)
+    / núcleos da linha de base, nesta máquina."""
     cores = len(os.sched_getaffinity(0))
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

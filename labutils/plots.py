@@ -1,14 +1,4 @@
-"""Gráficos das lições, uma seção por lição.
-
-- **lição 02**: a comparação do roteiro original, a linha do tempo das tarefas (medida e
-  simulada) e o speedup frente ao limite. Os resultados são alinhados pela configuração
-  ``(n_estimators, max_depth)``, não pela posição: a busca distribuída pode devolver as
-  configurações em outra ordem (por exemplo, as mais caras primeiro);
-- **lição 05**: o treino centralizado × distribuído, em gráficos (:func:`plot_training`) e numa
-  tabela (:func:`summary_table`), cada abordagem como um :class:`Run`.
-
-Os gráficos devolvem a ``Figure`` do matplotlib (no notebook ela aparece sozinha).
-"""
+"""Gráficos das lições, uma seção por lição (devolvem a ``Figure`` do matplotlib)."""
 
 from __future__ import annotations
 
@@ -18,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+
 # ---------------------------------------------------------------- lição 02
-
-
+# Os resultados são alinhados pela configuração ``(n_estimators, max_depth)``, não pela posição:
+# a busca distribuída pode devolvê-las em outra ordem.
 def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tuple[int, int], float]:
     out: dict[tuple[int, int], float] = {}
     for row in results:
@@ -48,12 +39,9 @@ def plot_comparison(
     distributed_total: float,
     grid: Sequence[Sequence[int]] | None = None,
 ) -> Any:
-    """A figura do roteiro: tempos por configuração (esquerda) e tempo total de cada abordagem.
-
-    À esquerda, na ordem de ``grid`` (padrão: a ordem dos resultados centralizados): o tempo
-    ACUMULADO da busca centralizada (quando cada configuração terminou no laço), o tempo de cada
-    tarefa distribuída e, tracejado, o tempo de cada configuração no laço. À direita, os totais.
-    """
+    """A figura do roteiro. À esquerda, na ordem de ``grid`` (padrão: a dos resultados
+    centralizados), o tempo ACUMULADO do laço, o de cada tarefa distribuída e, tracejado, o de
+    cada configuração no laço; à direita, os totais."""
     import matplotlib.pyplot as plt
 
     central = _seconds_by_config(central_results, "centralizados")
@@ -159,13 +147,9 @@ def plot_timeline(
     labels: Sequence[str],
     simulated: Sequence[Sequence[float]] | None = None,
 ) -> Any:
-    """A linha do tempo de uma busca: uma linha por processo worker, uma barra por tarefa.
-
-    ``measured``: ``(pid, início, fim)`` de cada tarefa, em segundos desde o envio (os tempos que a
-    própria tarefa anotou); ``labels``: o rótulo de cada tarefa (tarefas com o mesmo rótulo têm a
-    mesma cor). ``simulated`` (opcional): ``(núcleo, início, fim)`` de cada tarefa, como
-    :func:`labutils.search.list_schedule` devolve; aparece num segundo painel, ao lado.
-    """
+    """A linha do tempo de uma busca: uma linha por processo, uma barra por tarefa
+    (``measured``: ``(pid, início, fim)`` em segundos desde o envio; mesmo rótulo, mesma cor).
+    ``simulated``: ``(núcleo, início, fim)`` de ``search.list_schedule``, num 2º painel."""
     import matplotlib.pyplot as plt
 
     labels = [str(label) for label in labels]
@@ -194,14 +178,10 @@ def plot_timeline(
 
 
 # ---------------------------------------------------------------- lição 05
-#
-# Cada abordagem entra como um :class:`Run`: o histórico do ``fit`` (``History`` ou o dicionário
-# ``history.history``) e o :class:`labutils.tf.EpochTimer` usado no mesmo ``fit``.
-
-
 @dataclass
 class Run:
-    """Resultado de um treino: histórico por época, tempos por época e acurácia no teste."""
+    """Um treino: o histórico do ``fit`` (``History`` ou ``history.history``), o ``EpochTimer``
+    do mesmo ``fit`` e a acurácia no teste."""
 
     history: Any
     timer: Any

@@ -1,18 +1,9 @@
-"""TensorFlow das lições 05 a 07: dispositivos, o pipeline ``tf.data``, a CNN e as medidas do treino.
+"""TensorFlow das lições 05 a 07: dispositivos, o pipeline ``tf.data`` do CIFAR-100, a CNN e as
+medidas do treino (os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`).
 
-Uma seção por assunto, nesta ordem:
-
-- **dispositivos**: GPUs reais ou a CPU dividida em dispositivos lógicos, para a
-  ``MirroredStrategy`` ter duas réplicas em qualquer máquina (:func:`setup_devices`);
-- **pipeline** do CIFAR-100: normalização, lote global, validação separada do treino
-  (:func:`get_data`, :func:`split_validation`);
-- **o modelo**: a CNN, o par saída/perda coerente e o modelo salvo da lição 05, que a lição 06 lê;
-- **medidas do treino**: tempo por época, imagens/s (:class:`EpochTimer`) e uso de GPU
-  (:class:`GpuSampler`). Os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`.
-
-Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos:
-:func:`setup_devices` ainda pode dividi-los logo depois. Na lição 07,
-``multiworker.use_legacy_keras()`` roda antes deste import, e ``tf.keras`` é então o tf-keras.
+Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos: ``setup_devices``
+ainda pode dividi-los. Na lição 07, ``multiworker.use_legacy_keras()`` roda antes deste import, e
+``tf.keras`` é então o tf-keras.
 """
 
 from __future__ import annotations
@@ -36,24 +27,13 @@ def _check_positive_int(name: str, value: object) -> None:
 
 
 # ---------------------------------------------------------------- dispositivos
-#
-# A ``MirroredStrategy`` cria uma réplica do modelo por dispositivo visível: com várias GPUs, uma
-# por GPU; com **uma** GPU, :func:`setup_devices` a divide em GPUs lógicas; só com CPU, divide a
-# CPU. Isso mostra o *mecanismo* (lote dividido, gradientes somados entre réplicas), não dá ganho
-# de velocidade: as réplicas dividem os mesmos núcleos. A divisão só pode ser feita **antes** de o
-# TensorFlow inicializar seus dispositivos (a primeira operação, como criar um tensor ou um
-# modelo); depois, vira :class:`DevicesAlreadyInitializedError`, com o que fazer.
+# A ``MirroredStrategy`` cria uma réplica por dispositivo visível. Com uma GPU só, ou só com CPU,
+# ``setup_devices`` divide o dispositivo em lógicos: mostra o *mecanismo* (lote dividido,
+# gradientes somados), sem ganho de velocidade. A divisão só vale ANTES de o TensorFlow
+# inicializar os dispositivos (a 1ª operação); depois, :class:`DevicesAlreadyInitializedError`.
 
 #: memória de cada GPU lógica quando uma GPU só é dividida (a rede da lição 05 usa bem menos)
 LOGICAL_GPU_MEMORY_MB = 1024
-
-#: mensagem quando os dispositivos já foram inicializados com outra configuração
-_ALREADY_INITIALIZED = (
-    "O TensorFlow já inicializou os dispositivos deste processo ({current} CPU(s) lógica(s)), "
-    "então não dá mais para dividir a CPU em {wanted}.\n"
-    "Como resolver: reinicie o kernel (Kernel > Restart) e chame setup_devices() logo no início, "
-    "antes de qualquer outra operação do TensorFlow (criar tensores, modelos ou datasets)."
-)
 
 
 class DevicesAlreadyInitializedError(RuntimeError):
@@ -62,18 +42,15 @@ class DevicesAlreadyInitializedError(RuntimeError):
 
 @dataclass(frozen=True)
 class Devices:
-    """O que :func:`setup_devices` encontrou e configurou."""
+    """O que :func:`setup_devices` encontrou: ``kind`` (``"gpu"`` ou ``"cpu"``), os dispositivos
+    físicos e os lógicos que a ``MirroredStrategy()`` vai usar."""
 
-    #: ``"gpu"`` (uma réplica por GPU) ou ``"cpu"`` (CPU dividida em dispositivos lógicos)
     kind: str
-    #: nomes dos dispositivos físicos relevantes (as GPUs, ou a CPU)
     physical: tuple[str, ...]
-    #: nomes dos dispositivos lógicos que a ``MirroredStrategy()`` vai usar
     logical: tuple[str, ...]
 
     @property
     def num_replicas(self) -> int:
-        """Quantas réplicas a ``MirroredStrategy()`` terá nesta máquina."""
         return len(self.logical)
 
     def describe(self) -> str:
@@ -91,37 +68,35 @@ class Devices:
                 "(mostra o mecanismo da estratégia, não acelera nada)."
             )
         lines = [head, "Dispositivos lógicos usados pela estratégia:"]
-        lines += [f"  - {name}" for name in self.logical]
-        return "\n".join(lines)
+        return "\n".join(lines + [f"  - {name}" for name in self.logical])
+
+
+def _split(device, kind: str, count: int, config) -> tuple[str, ...]:
+    """Divide ``device`` em ``count`` dispositivos lógicos (nada muda se já está assim)."""
+    try:
+        tf.config.set_logical_device_configuration(device, [config] * count)
+    except RuntimeError as err:
+        current = len(tf.config.list_logical_devices(kind))
+        if current != count:
+            raise DevicesAlreadyInitializedError(
+                f"O TensorFlow já inicializou os dispositivos deste processo ({current} {kind}(s) "
+                f"lógica(s)), então não dá mais para dividir a {kind} em {count}.\n"
+                "Como resolver: reinicie o kernel (Kernel > Restart) e chame setup_devices() logo "
+                "no início, antes de qualquer outra operação do TensorFlow (criar tensores, "
+                "modelos ou datasets)."
+            ) from err
+    return tuple(d.name for d in tf.config.list_logical_devices(kind))
 
 
 def setup_devices(logical_cpus: int = 2) -> Devices:
-    """Prepara os dispositivos para a ``MirroredStrategy`` e devolve um :class:`Devices`.
-
-    - Com várias GPUs: liga o crescimento de memória sob demanda e usa uma réplica por GPU.
-    - Com uma GPU: divide-a em ``logical_cpus`` GPUs lógicas (o mesmo papel da CPU dividida).
-    - Sem GPU: divide a CPU em ``logical_cpus`` dispositivos lógicos.
-
-    Pode ser chamada de novo no mesmo processo (rodar o notebook duas vezes): se a configuração
-    pedida já estiver em vigor, nada muda. Se os dispositivos já tiverem sido inicializados de
-    outro jeito, levanta :class:`DevicesAlreadyInitializedError` com as instruções.
-    """
+    """Prepara os dispositivos para a ``MirroredStrategy``: com várias GPUs, uma réplica por GPU
+    (memória sob demanda); com uma, ela dividida em ``logical_cpus`` GPUs lógicas; sem GPU, a CPU
+    dividida em ``logical_cpus``. Pode ser chamada de novo com a mesma configuração."""
     _check_positive_int("logical_cpus", logical_cpus)
     gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) == 1 and logical_cpus > 1:
-        split = [tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)]
-        try:
-            tf.config.set_logical_device_configuration(gpus[0], split * logical_cpus)
-        except RuntimeError as err:
-            current = len(tf.config.list_logical_devices("GPU"))
-            if current != logical_cpus:
-                raise DevicesAlreadyInitializedError(
-                    _ALREADY_INITIALIZED.format(current=current, wanted=logical_cpus)
-                    .replace("CPU(s) lógica(s)", "GPU(s) lógica(s)")
-                    .replace("dividir a CPU", "dividir a GPU")
-                ) from err
-        logical = tf.config.list_logical_devices("GPU")
-        return Devices("gpu", (gpus[0].name,), tuple(d.name for d in logical))
+        memory = tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)
+        return Devices("gpu", (gpus[0].name,), _split(gpus[0], "GPU", logical_cpus, memory))
     if gpus:
         for gpu in gpus:
             try:
@@ -130,47 +105,29 @@ def setup_devices(logical_cpus: int = 2) -> Devices:
                 pass
         logical = tf.config.list_logical_devices("GPU")
         return Devices("gpu", tuple(g.name for g in gpus), tuple(d.name for d in logical))
-
     cpu = tf.config.list_physical_devices("CPU")[0]
-    try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus
-        )
-    except RuntimeError as err:
-        current = len(tf.config.list_logical_devices("CPU"))
-        if current != logical_cpus:
-            raise DevicesAlreadyInitializedError(
-                _ALREADY_INITIALIZED.format(current=current, wanted=logical_cpus)
-            ) from err
-    logical = tf.config.list_logical_devices("CPU")
-    return Devices("cpu", (cpu.name,), tuple(d.name for d in logical))
+    config = tf.config.LogicalDeviceConfiguration()
+    return Devices("cpu", (cpu.name,), _split(cpu, "CPU", logical_cpus, config))
 
 
 # ---------------------------------------------------------------- pipeline tf.data do CIFAR-100
-#
-# Usado pela lição 05 (``MirroredStrategy``) e pelos workers da lição 07: :func:`get_data` recebe
-# o número de réplicas (ou o lote global), sem depender de um objeto de estratégia. Numa
-# estratégia síncrona, o ``fit`` recebe o lote **global**, que a estratégia divide entre as
-# réplicas: para cada uma ver ``batch_per_replica`` exemplos, o lote global é
-# ``batch_per_replica × num_replicas``.
+# Numa estratégia síncrona, o ``fit`` recebe o lote **global**, que a estratégia divide entre as
+# réplicas: ``batch_per_replica × num_replicas``.
 
 #: tamanho do buffer de embaralhamento (o do roteiro original)
 SHUFFLE_BUFFER = 10_000
 
 
 def normalize_images(image, label):
-    """Converte a imagem ``uint8`` (0–255) em ``float32`` no intervalo [0, 1]; o rótulo não muda.
-
-    (No roteiro original esta função se chamava ``scale``; o nome mudou para não confundir com a
-    escala das lições, ``LABUTILS_SCALE``.)
-    """
+    """Imagem ``uint8`` (0–255) → ``float32`` em [0, 1]; o rótulo não muda. (No roteiro original,
+    ``scale``: o nome mudou para não confundir com a escala das lições, ``LABUTILS_SCALE``.)"""
     image = tf.cast(image, tf.float32)
     image /= 255.0
     return image, label
 
 
 def global_batch_size(batch_per_replica: int, num_replicas: int = 1) -> int:
-    """Lote global = lote por réplica × número de réplicas (com mensagens claras se inválidos)."""
+    """Lote global = lote por réplica × número de réplicas."""
     _check_positive_int("batch_per_replica", batch_per_replica)
     _check_positive_int("num_replicas", num_replicas)
     return batch_per_replica * num_replicas
@@ -186,15 +143,11 @@ def get_data(
     shuffle_buffer: int = SHUFFLE_BUFFER,
     seed: int | None = None,
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """Monta os datasets de treino e de avaliação a partir de pares ``(imagem uint8, rótulo)``.
+    """Os datasets de treino e de avaliação a partir de pares ``(imagem uint8, rótulo)``.
 
-    Lote: ``global_batch`` se for dado (ex.: calculado por quem coordena vários workers); senão
-    ``batch_per_replica × num_replicas``, com ``batch_per_replica`` vindo de
-    ``labutils.sizes().batch_per_replica`` quando omitido. ``num_replicas=1`` é o treino
-    centralizado; ``strategy.num_replicas_in_sync`` é o distribuído.
-
-    Treino: ``map(normalize_images)`` → ``cache()`` → ``shuffle()`` → ``batch()`` → ``prefetch()``.
-    Avaliação: o mesmo, sem embaralhar.
+    Lote: ``global_batch`` se dado; senão ``batch_per_replica`` (padrão:
+    ``sizes().batch_per_replica``) × ``num_replicas``. Treino: ``map(normalize_images)`` →
+    ``cache()`` → ``shuffle()`` → ``batch()`` → ``prefetch()``; avaliação: o mesmo, sem embaralhar.
     """
     if global_batch is None:
         if batch_per_replica is None:
@@ -209,7 +162,6 @@ def get_data(
             f"({num_replicas}), para que cada réplica receba a mesma quantidade de exemplos."
         )
     _check_positive_int("shuffle_buffer", shuffle_buffer)
-
     autotune = tf.data.AUTOTUNE
     train_dataset = (
         train.map(normalize_images, num_parallel_calls=autotune)
@@ -230,12 +182,9 @@ def get_data(
 def split_validation(
     train: tf.data.Dataset, num_examples: int, fraction: float = 0.1
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """Separa do TREINO um conjunto de validação: ``(treino sem a validação, validação)``.
-
-    A validação são os primeiros ``fraction × num_examples`` exemplos (a ordem do ``tfds.load``
-    é fixa, então todo worker separa os mesmos). Escolhas feitas durante o treino (épocas,
-    hiperparâmetros) olham a validação; o teste fica para medir o modelo final uma vez só.
-    """
+    """``(treino sem a validação, validação)``: a validação são os primeiros ``fraction ×
+    num_examples`` exemplos do TREINO (a ordem do ``tfds.load`` é fixa: todo worker separa os
+    mesmos). O teste fica para medir o modelo final uma vez só."""
     _check_positive_int("num_examples", num_examples)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
         raise ValueError(f"fraction deve ser um número entre 0 e 1, recebi {fraction!r}.")
@@ -249,12 +198,9 @@ def split_validation(
 
 
 # ---------------------------------------------------------------- o modelo
-#
-# Escrito com ``tf.keras`` (não ``import keras``): o mesmo código dá um modelo Keras 3 e, com
-# ``TF_USE_LEGACY_KERAS=1`` (lição 07), um modelo tf-keras. A última camada tem ``softmax`` e a
-# perda é ``SparseCategoricalCrossentropy(from_logits=False)``; o roteiro original usava
-# ``from_logits=True`` depois da softmax, o que diz à perda que recebe logits quando recebe
-# probabilidades.
+# ``tf.keras`` (não ``import keras``): o mesmo código dá um modelo Keras 3 e, com
+# ``TF_USE_LEGACY_KERAS=1`` (lição 07), um tf-keras. Saída ``softmax`` com
+# ``from_logits=False`` (o roteiro original dizia ``from_logits=True`` depois da softmax).
 
 #: tamanho das imagens do CIFAR-100 (altura, largura, canais)
 INPUT_SHAPE = (32, 32, 3)
@@ -263,12 +209,9 @@ INPUT_SHAPE = (32, 32, 3)
 def create_model(
     num_classes: int = 100, *, learning_rate: float = 1e-3, compile: bool = True
 ) -> tf.keras.Model:
-    """Cria e compila a CNN: Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``.
-
-    Chame dentro de ``strategy.scope()`` para o treino distribuído: as variáveis do modelo e do
-    otimizador precisam nascer dentro do escopo para serem espelhadas nas réplicas.
-    ``compile=False`` devolve a rede sem compilar (o exercício da lição 07 compila à parte).
-    """
+    """A CNN (Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``), compilada com Adam
+    (``compile=False``: sem compilar). No treino distribuído, chame dentro de
+    ``strategy.scope()``: as variáveis do modelo e do otimizador nascem espelhadas."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
     if (
@@ -288,10 +231,10 @@ def create_model(
             layers.Conv2D(64, (3, 3), activation="relu"),
             layers.Flatten(),
             layers.Dense(64, activation="relu"),
-            layers.Dense(num_classes, activation="softmax"),  # 100 classes no CIFAR-100
+            layers.Dense(num_classes, activation="softmax"),
         ]
     )
-    if compile:  # Adam, a perda que espera probabilidades (a saída é softmax) e a acurácia
+    if compile:
         model.compile(
             loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False),
             optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate),
@@ -300,23 +243,16 @@ def create_model(
     return model
 
 
-#: nome do arquivo do modelo treinado na lição 05 (lido pela inferência em lote, lição 06)
-LESSON_MODEL_NAME = "cifar100_cnn.keras"
-
-
 def lesson_model_path() -> Path:
-    """Onde a lição 05 grava o modelo treinado: ``results_dir()/modelos/cifar100_cnn.keras``."""
+    """Onde a lição 05 grava o modelo que a lição 06 lê: ``results/modelos/cifar100_cnn.keras``."""
     from labutils.config import results_dir
 
-    return results_dir() / "modelos" / LESSON_MODEL_NAME
+    return results_dir() / "modelos" / "cifar100_cnn.keras"
 
 
 def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = None) -> Path:
-    """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) e devolve o caminho.
-
-    Grava num arquivo ao lado e o renomeia: nunca fica um modelo pela metade com o nome final
-    (a lição 06 leria um arquivo truncado).
-    """
+    """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) num arquivo ao lado, depois
+    renomeado: nunca fica um modelo pela metade com o nome final."""
     if not callable(getattr(model, "save", None)):
         raise TypeError(f"save_lesson_model espera um modelo Keras, recebi {type(model).__name__}.")
     path = Path(path) if path is not None else lesson_model_path()
@@ -328,11 +264,8 @@ def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = No
 
 
 def check_loss_activation(model: tf.keras.Model) -> str:
-    """Confere se a ativação da última camada combina com o ``from_logits`` da perda.
-
-    ``softmax`` pede ``from_logits=False``; saída linear (logits) pede ``from_logits=True``.
-    Devolve uma frase de confirmação; levanta ``ValueError`` (em português) se não combinam.
-    """
+    """Confere se a ativação da última camada combina com o ``from_logits`` da perda (``softmax``
+    pede ``False``; linear, ``True``): uma frase de confirmação, ou ``ValueError``."""
     activation = getattr(model.layers[-1], "activation", None)
     act_name = getattr(activation, "__name__", str(activation))
     from_logits = getattr(model.loss, "from_logits", None)
@@ -357,19 +290,9 @@ def check_loss_activation(model: tf.keras.Model) -> str:
 
 
 # ---------------------------------------------------------------- medidas do treino
-#
-# :class:`EpochTimer` é um callback do Keras que cronometra cada época (relógio de parede);
-# :class:`GpuSampler` amostra o ``nvidia-smi`` em segundo plano durante um bloco ``with`` (sem
-# ``nvidia-smi``, numa máquina só com CPU, fica vazio e diz isso, sem erro).
-
-
 class EpochTimer(tf.keras.callbacks.Callback):
-    """Cronometra cada época do ``fit``: ``model.fit(..., callbacks=[EpochTimer(n)])``.
-
-    ``num_examples``: quantas imagens uma época processa (para as imagens por segundo).
-    A primeira época inclui a compilação do grafo (``tf.function``); por isso
-    :attr:`steady_images_per_second` ignora a primeira época quando há mais de uma.
-    """
+    """Cronometra cada época do ``fit`` (``callbacks=[EpochTimer(imagens por época)]``). A 1ª
+    inclui a compilação do grafo: :attr:`steady_images_per_second` a ignora se houve outras."""
 
     def __init__(self, num_examples: int):
         super().__init__()
@@ -389,12 +312,10 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
     @property
     def images_per_second(self) -> list[float]:
-        """Imagens por segundo em cada época."""
         return [self.num_examples / s for s in self.epoch_seconds]
 
     @property
     def steady_images_per_second(self) -> float:
-        """Imagens por segundo depois da primeira época (ou a única, se só houve uma)."""
         if not self.epoch_seconds:
             raise RuntimeError("Nenhuma época medida: passe o EpochTimer em callbacks= do fit.")
         seconds = self.epoch_seconds[1:] or self.epoch_seconds
@@ -402,12 +323,8 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
 
 class GpuSampler:
-    """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s dentro de um ``with``.
-
-    >>> with GpuSampler() as gpu:      # doctest: +SKIP
-    ...     model.fit(...)
-    >>> gpu.summary()                  # doctest: +SKIP
-    """
+    """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s dentro de um
+    ``with``; sem ``nvidia-smi`` (só CPU), fica vazio e :meth:`summary` diz isso."""
 
     QUERY = ["--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"]
 
@@ -457,7 +374,6 @@ class GpuSampler:
         return {index: sum(v) / len(v) for index, v in sorted(by_gpu.items())}
 
     def summary(self) -> str:
-        """Resumo em português (ou o motivo de não haver medição)."""
         if not self.samples:
             return "Sem medição de GPU: nvidia-smi não está disponível nesta máquina (só CPU)."
         parts = [f"GPU {i}: {u:.0f}%" for i, u in self.mean_utilization().items()]

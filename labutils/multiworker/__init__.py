@@ -1,20 +1,6 @@
-"""O exercício multi-worker (lição 07): o que não é o assunto dela, para rodá-lo.
-
-Uma seção por assunto, nesta ordem:
-
-- **tf-keras**: o Keras 2 que a ``MultiWorkerMirroredStrategy`` exige no ``model.fit``
-  (:func:`use_legacy_keras`, :func:`runtime_env`);
-- **planejar os workers**: o cluster comporta os workers pedidos? Falha na hora, em português,
-  em vez de o Ray Train esperar para sempre (:func:`plan_workers`);
-- **o checkpoint**: o que cada worker recebeu e usou, gravado na pasta do checkpoint, e a
-  retomada do treino de um checkpoint (:func:`save_checkpoint`, :func:`resume`,
-  :func:`read_workers`, :func:`workers_table`);
-- **o treino à mão**: o mesmo treino sem Ray, N processos locais, cada um com o seu
-  ``TF_CONFIG`` (:func:`launch_by_hand`).
-
-As autoverificações do notebook do aluno ficam em :mod:`labutils.multiworker.checks`; a função
-de treino e o ``trainer.fit()`` ficam nas células. Este módulo não importa o TensorFlow ao ser
-importado: ``use_legacy_keras()`` precisa rodar antes.
+"""O exercício multi-worker (lição 07): o que não é o assunto dela, para rodá-lo (a função de
+treino e o ``trainer.fit()`` estão nas células; as autoverificações, em
+:mod:`labutils.multiworker.checks`). Não importa o TensorFlow: ``use_legacy_keras()`` roda antes.
 """
 
 from __future__ import annotations
@@ -41,7 +27,6 @@ def _check_count(name: str, value: Any) -> None:
 
 
 # ---------------------------------------------------------------- tf-keras
-#
 # O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585).
 # O TensorFlow usa o tf-keras em ``tf.keras`` quando ``TF_USE_LEGACY_KERAS=1`` está no ambiente
 # ANTES do import.
@@ -74,11 +59,6 @@ def runtime_env() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- planejar os workers
-#
-# Se o cluster não comporta o que foi pedido, o Ray Train ficaria esperando para sempre por
-# recursos que não existem: :func:`plan_workers` falha na hora e decide ``use_gpu``.
-
-
 @dataclass(frozen=True)
 class WorkerPlan:
     """Quantos workers, com quais recursos, e em quais nós eles cabem."""
@@ -124,12 +104,9 @@ def plan_workers(
     cpus_per_worker: float = 1.0,
     wait_s: float = 15.0,
 ) -> WorkerPlan:
-    """Confere se o cluster Ray conectado comporta ``num_workers`` workers e devolve o plano.
-
-    ``use_gpu=None`` usa GPU quando o cluster tem ao menos uma por worker. Falha na hora
-    (``RuntimeError``, em português) quando os workers não cabem no cluster; se cabem mas os
-    recursos estão ocupados, espera até ``wait_s`` segundos antes de falhar.
-    """
+    """O plano de ``num_workers`` workers no cluster Ray conectado (``use_gpu=None``: GPU se há
+    uma por worker). Se não cabem, ``RuntimeError`` na hora (o Ray Train esperaria para sempre);
+    se cabem mas os recursos estão ocupados, espera até ``wait_s`` segundos antes de falhar."""
     import ray
 
     _check_count("num_workers", num_workers)
@@ -177,7 +154,6 @@ def plan_workers(
 
 
 # ---------------------------------------------------------------- o checkpoint
-#
 # ``worker_<rank>.json`` na pasta do checkpoint (o Ray Train junta os arquivos de todos os workers
 # numa pasta só): o ``TF_CONFIG``, o nó e a estratégia **que o modelo usa**, e a época gravada,
 # de onde o treino recomeça.
@@ -198,12 +174,9 @@ def strategy_name(strategy: Any) -> str:
 
 
 def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
-    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO.
-
-    A estratégia vem de ``model.distribute_strategy``, a que o modelo realmente usa: um modelo
-    criado fora de ``strategy.scope()`` aparece com a estratégia padrão (sem réplicas
-    sincronizadas), mesmo que uma ``MultiWorkerMirroredStrategy`` exista no processo.
-    """
+    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO
+    (``model.distribute_strategy``: criado fora de ``strategy.scope()``, a padrão, mesmo que uma
+    ``MultiWorkerMirroredStrategy`` exista no processo)."""
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is None:
         raise TypeError(
@@ -242,12 +215,10 @@ def write_worker(directory: str | os.PathLike, info: dict[str, Any]) -> Path:
 def save_checkpoint(
     directory: str | os.PathLike, model: Any, *, epoch: int, global_batch: int
 ) -> dict[str, Any]:
-    """Prepara a pasta do checkpoint de uma época, em QUALQUER worker: o modelo e o worker.
-
-    Salvar sob a ``MultiWorkerMirroredStrategy`` é uma operação coletiva: todos os workers chamam
-    ``model.save``; só o rank 0 salva em ``directory`` (``model.keras``), os outros numa pasta
-    descartável. Cada worker grava ali o seu ``worker_<rank>.json`` (:func:`describe_worker`,
-    com a época). Devolve essa descrição. O ``ray.train.report`` continua com quem chama.
+    """Prepara a pasta do checkpoint de uma época, em QUALQUER worker, e devolve a descrição do
+    worker (:func:`describe_worker` com a época), gravada ali em ``worker_<rank>.json``. Salvar
+    sob a estratégia é uma operação coletiva: todos chamam ``model.save``, mas só o rank 0 salva
+    em ``directory``, os outros numa pasta descartável. O ``ray.train.report`` fica com quem chama.
     """
     info = {**describe_worker(model, global_batch), "epoch": int(epoch)}
     with tempfile.TemporaryDirectory() as scratch:
@@ -258,10 +229,7 @@ def save_checkpoint(
 
 
 def checkpoint_epoch(directory: str | os.PathLike) -> int:
-    """A última época completa gravada num checkpoint (o ``epoch`` do ``worker_0.json``).
-
-    Ao retomar depois de uma falha, o treino continua na época seguinte a esta.
-    """
+    """A última época completa gravada num checkpoint (o ``epoch`` do ``worker_0.json``)."""
     path = Path(directory) / WORKER_FILE.format(rank=0)
     try:
         return int(json.loads(path.read_text(encoding="utf-8"))["epoch"])
@@ -273,12 +241,9 @@ def checkpoint_epoch(directory: str | os.PathLike) -> int:
 
 
 def resume(checkpoint: Any, strategy: Any) -> tuple[Any, int]:
-    """Retoma o treino de um ``ray.train.Checkpoint`` deste exercício: ``(modelo, próxima época)``.
-
-    Carrega o ``model.keras`` com ``tf.keras.models.load_model`` (pesos **e** estado do
-    otimizador; ``load_weights`` perderia o otimizador) dentro de ``strategy.scope()``, para que
-    as variáveis nasçam espelhadas, e lê a época gravada (:func:`checkpoint_epoch`).
-    """
+    """``(modelo, próxima época)`` de um ``ray.train.Checkpoint`` deste exercício: o
+    ``model.keras`` com ``load_model`` (pesos **e** otimizador) dentro de ``strategy.scope()``,
+    para as variáveis nascerem espelhadas."""
     import tensorflow as tf
 
     if not hasattr(checkpoint, "as_directory"):
@@ -326,13 +291,9 @@ def workers_table(infos: list[dict[str, Any]]) -> Any:
 
 
 # ---------------------------------------------------------------- o treino à mão
-#
-# É o que o Ray Train automatiza: serializar a função (cloudpickle), abrir um processo por worker,
-# dar a cada um o seu ``TF_CONFIG`` e recolher os resultados. Processos e portas vêm de
-# :mod:`labutils.system` (um grupo de processos por worker, encerrado inteiro no fim).
-
-
-#: o processo de cada worker: ``python -c _WORKER_MAIN PASTA ÍNDICE``
+# O que o Ray Train automatiza: serializar a função (cloudpickle), abrir um processo por worker
+# (um grupo de processos, encerrado inteiro no fim), dar a cada um o seu ``TF_CONFIG`` e recolher
+# os resultados. Cada processo roda ``python -c _WORKER_MAIN PASTA ÍNDICE``.
 _WORKER_MAIN = (
     "import sys; from labutils.multiworker import _run_job; sys.exit(_run_job(*sys.argv[1:3]))"
 )
@@ -363,13 +324,11 @@ def launch_by_hand(
 ) -> list[dict[str, Any]]:
     """Roda ``fn(config)`` em ``num_workers`` processos Python locais, cada um com seu TF_CONFIG.
 
-    Todos os processos são mortos (SIGKILL) se passarem de ``timeout_s``: um worker cujo par não sobe trava para sempre.
-    Devolve, por worker: ``tf_config``, ``returncode``, ``seconds``, ``value`` (o retorno de fn).
-    Se um worker termina com erro, os outros são encerrados na hora (o par dele esperaria para
-    sempre) e sobe ``RuntimeError`` com o fim do log dele; com ``raise_on_error=False``, devolve
-    as linhas mesmo assim (``error``: o traceback de quem falhou, ``None`` nos outros). Os logs
-    de cada processo ficam em ``workdir`` (padrão: uma pasta temporária nova), que é apagada quando tudo dá certo.
-    Cada processo roda :func:`_run_job` (:data:`_WORKER_MAIN`).
+    Devolve, por worker: ``tf_config``, ``returncode``, ``seconds``, ``value`` (o retorno de fn)
+    e ``error`` (o traceback, se falhou). Passado ``timeout_s``, todos levam SIGKILL e sobe
+    ``TimeoutError``; se um worker falha, os outros são encerrados na hora (o par dele esperaria
+    para sempre) e sobe ``RuntimeError`` com o fim do log (``raise_on_error=False``: devolve as
+    linhas). Os logs ficam em ``workdir`` (padrão: pasta temporária), apagada se tudo deu certo.
     """
     from ray import cloudpickle  # o mesmo serializador que o Ray usa
 
@@ -390,36 +349,35 @@ def launch_by_hand(
         log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
         cmd = [sys.executable, "-c", _WORKER_MAIN, str(workdir), str(i)]
         procs.append((cfg, log, system.spawn_group(cmd, env=env, stdout=log, stderr=log)))
-    results: dict[int, dict[str, Any]] = {}
+    runs = [
+        {"error": None, "tf_config": cfg, "returncode": None, "seconds": None, "value": None}
+        for cfg, _, _ in procs
+    ]
     try:
-        while len(results) < len(procs):  # de olho em todos: um que falha encerra os outros
-            for i, (cfg, _log, proc) in enumerate(procs):
-                if i in results or proc.poll() is None:
-                    continue
-                out = workdir / f"result_{i}.pkl"
-                value = cloudpickle.loads(out.read_bytes()) if out.exists() else None
-                error = workdir / f"error_{i}.txt"
-                results[i] = {
-                    "error": error.read_text(errors="replace") if error.exists() else None,
-                    "tf_config": cfg,
-                    "returncode": proc.returncode,
-                    "seconds": round(time.monotonic() - start, 1),
-                    "value": value,
-                }
-            if any(r["returncode"] != 0 for r in results.values()):
-                break  # o par de um worker que caiu esperaria para sempre
-            if len(results) < len(procs):
-                if time.monotonic() - start > timeout_s:
-                    raise TimeoutError(
-                        f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
-                        f"Logs em {workdir}."
-                    )
-                time.sleep(0.05)
+        while True:
+            for i, (_cfg, _log, proc) in enumerate(procs):
+                if runs[i]["returncode"] is None and proc.poll() is not None:
+                    out, error = workdir / f"result_{i}.pkl", workdir / f"error_{i}.txt"
+                    runs[i]["returncode"] = proc.returncode
+                    runs[i]["seconds"] = round(time.monotonic() - start, 1)
+                    if out.exists():
+                        runs[i]["value"] = cloudpickle.loads(out.read_bytes())
+                    if error.exists():
+                        runs[i]["error"] = error.read_text(errors="replace")
+            codes = [run["returncode"] for run in runs]
+            if None not in codes or any(codes):  # todos terminaram, ou um caiu
+                break
+            if time.monotonic() - start > timeout_s:
+                raise TimeoutError(
+                    f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
+                    f"Logs em {workdir}."
+                )
+            time.sleep(0.05)
     finally:
         for _cfg, log, proc in procs:  # um worker cujo par não sobe ignora o SIGTERM
             system.kill_group(proc, grace=0)
             log.close()
-    failed = [r for _, r in sorted(results.items()) if r["returncode"] != 0]
+    failed = [run for run in runs if run["returncode"] not in (None, 0)]
     if failed and raise_on_error:
         index = failed[0]["tf_config"]["task"]["index"]
         log = (workdir / f"worker_{index}.log").read_text(errors="replace")
@@ -427,18 +385,14 @@ def launch_by_hand(
         raise RuntimeError(
             f"O worker {index} terminou com erro (código {failed[0]['returncode']}):\n{tail}"
         )
-    shutil.rmtree(workdir, ignore_errors=True)  # terminou: os logs não são mais necessários
-    empty = {"error": None, "returncode": None, "seconds": None, "value": None}
-    return [results.get(i, {**empty, "tf_config": procs[i][0]}) for i in range(len(procs))]
+    shutil.rmtree(workdir, ignore_errors=True)
+    return runs
 
 
 def _run_job(workdir: str, index: str) -> int:
-    """Um worker "à mão": roda a função gravada em ``PASTA/job.pkl`` e grava o retorno.
-
-    O retorno vai para ``PASTA/result_ÍNDICE.pkl``; se a função falhar, o traceback vai para
-    ``PASTA/error_ÍNDICE.txt`` e o processo sai com código 1.
-    """
-    from ray import cloudpickle  # o mesmo serializador que o Ray usa
+    """Um worker "à mão": roda a função de ``PASTA/job.pkl`` e grava o retorno em
+    ``PASTA/result_ÍNDICE.pkl`` (ou o traceback em ``PASTA/error_ÍNDICE.txt``, e sai com 1)."""
+    from ray import cloudpickle
 
     fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
     try:
