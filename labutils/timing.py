@@ -1,4 +1,4 @@
-"""Medição de tempo de parede (relógio monotônico), devolvendo números."""
+"""O cronômetro das lições: tempo de parede (relógio monotônico), em segundos."""
 
 from __future__ import annotations
 
@@ -6,14 +6,12 @@ import time
 
 
 class Timer:
-    """Cronômetro de contexto.
+    """Cronômetro de contexto; ``t.seconds`` é o tempo decorrido (dentro do bloco, até agora).
 
     >>> with Timer() as t:
     ...     soma = sum(range(1000))
     >>> t.seconds >= 0
     True
-
-    ``t.seconds`` vale o tempo decorrido; dentro do bloco, é o tempo até agora.
     """
 
     def __init__(self) -> None:
