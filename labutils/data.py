@@ -44,6 +44,17 @@ def _missing_message(name: str, where: Path, host: str) -> str:
     )
 
 
+def _fetch(name: str, where: Path, host: str, download: bool, fetch) -> None:
+    """Baixa com ``fetch()``; sem rede (ou sem ``download``), o que falta, onde e como obter."""
+    message = _missing_message(name, where, host)
+    if not download or reachable(host, 443) is not None:
+        raise DatasetUnavailableError(message)
+    try:
+        fetch()
+    except Exception as err:  # os erros de rede variam de tipo
+        raise DatasetUnavailableError(f"{message}\n(erro: {err})") from err
+
+
 # ---------------------------------------------------------------- California Housing
 
 
@@ -94,15 +105,6 @@ def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> P
     return path
 
 
-def _corrupt_message(path: Path, err: BaseException) -> str:
-    return (
-        f"O arquivo {path} existe mas não pôde ser lido ({type(err).__name__}: {err}); "
-        "provavelmente um download interrompido. Apague-o e rode de novo:\n"
-        f"  rm {path}\n"
-        "(com internet, ele é baixado outra vez; sem internet, copie um arquivo bom para lá)."
-    )
-
-
 def _download_housing(home: Path) -> None:
     """Baixa numa pasta temporária e só então move o arquivo pronto para ``home``: um download
     interrompido nunca deixa um ``cal_housing_py3.pkz`` pela metade."""
@@ -146,19 +148,17 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
             bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
         except Exception as err:  # arquivo truncado: joblib/zlib/pickle levantam tipos variados
             if not download:
-                raise DatasetUnavailableError(_corrupt_message(cached, err)) from err
+                raise DatasetUnavailableError(
+                    f"O arquivo {cached} existe mas não pôde ser lido ({type(err).__name__}: "
+                    f"{err}); provavelmente um download interrompido. Apague-o e rode de novo:\n"
+                    f"  rm {cached}\n(com internet, ele é baixado outra vez; sem internet, "
+                    "copie um arquivo bom para lá)."
+                ) from err
             print(f"Arquivo {cached} corrompido ({type(err).__name__}); baixando de novo.")
             cached.unlink()
     if not cached.exists():
         host = dataset_hosts()["California Housing"]
-        if not download or reachable(host, 443) is not None:
-            raise DatasetUnavailableError(_missing_message("California Housing", home, host))
-        try:
-            _download_housing(home)
-        except OSError as err:
-            raise DatasetUnavailableError(
-                _missing_message("California Housing", home, host) + f"\n(erro: {err})"
-            ) from err
+        _fetch("California Housing", home, host, download, lambda: _download_housing(home))
         bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
     if size.housing_examples is not None:
         bunch.data = bunch.data[: size.housing_examples]
@@ -220,27 +220,15 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
     where = data_dir()
     try:
         (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
-    except AssertionError:
-        if not download or reachable(CIFAR_HOST, 443) is not None:
-            raise DatasetUnavailableError(
-                _missing_message("CIFAR-100", where, CIFAR_HOST)
-            ) from None
-        try:
-            (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where))
-        except Exception as err:  # erros de rede do tfds variam de tipo
-            raise DatasetUnavailableError(
-                _missing_message("CIFAR-100", where, CIFAR_HOST) + f"\n(erro: {err})"
-            ) from err
-    n_train = info.splits["train"].num_examples
-    n_test = info.splits["test"].num_examples
-    if size.cifar_train_examples is not None:
-        n_train = min(n_train, size.cifar_train_examples)
-        train = train.take(n_train)
-    if size.cifar_test_examples is not None:
-        n_test = min(n_test, size.cifar_test_examples)
-        test = test.take(n_test)
+    except AssertionError:  # não está em data/: o mesmo load, baixando
+        _fetch(
+            "CIFAR-100", where, CIFAR_HOST, download, lambda: tfds.load(**load, data_dir=str(where))
+        )
+        (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
+    n_train = min(info.splits["train"].num_examples, size.cifar_train_examples or CIFAR_TRAIN)
+    n_test = min(info.splits["test"].num_examples, size.cifar_test_examples or CIFAR_TEST)
     return Cifar100(
-        train, test, info, n_train, n_test, is_mock=False, source=f"CIFAR-100 ({where})"
+        train.take(n_train), test.take(n_test), info, n_train, n_test, False, f"CIFAR-100 ({where})"
     )
 
 

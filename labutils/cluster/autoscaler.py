@@ -22,18 +22,12 @@ from labutils.cluster.base import ClusterError
 from labutils.cluster.local import LocalCluster
 from labutils.raytools import alive_nodes
 
-WORKER_TYPE = "ray.worker.cpu"
+#: campos que o formato exige e que o provedor local não usa
 _UNUSED_LISTS = (
-    "initialization_commands",
-    "setup_commands",
-    "head_setup_commands",
-    "worker_setup_commands",
-    "head_start_ray_commands",
-    "worker_start_ray_commands",
-    "cluster_synced_files",
-    "rsync_exclude",
-    "rsync_filter",
-)
+    "initialization_commands setup_commands head_setup_commands worker_setup_commands "
+    "head_start_ray_commands worker_start_ray_commands cluster_synced_files rsync_exclude "
+    "rsync_filter"
+).split()
 
 
 @dataclass
@@ -78,7 +72,7 @@ def autoscaling_config(gcs_address: str, max_workers: int, idle_timeout_s: float
         },
         "available_node_types": {
             "ray.head.default": {"resources": {}, "node_config": {}, "max_workers": 0},
-            WORKER_TYPE: {
+            "ray.worker.cpu": {
                 "resources": {"CPU": 1, "object_store_memory": 100 * 1024**2},
                 "node_config": {},
                 "min_workers": 0,
@@ -90,7 +84,6 @@ def autoscaling_config(gcs_address: str, max_workers: int, idle_timeout_s: float
         "upscaling_speed": 1.0,
         "auth": {},
         "docker": {},
-        # campos que o formato exige e que o provedor local não usa
         **dict.fromkeys(_UNUSED_LISTS, []),
         "file_mounts": {},
         "file_mounts_sync_continuously": False,
