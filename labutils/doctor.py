@@ -97,12 +97,8 @@ def check_python(
     if Version(found) in spec:
         return Row(OK, "Python", f"{found} ({sys.executable})")
     # a menor versão 3.X que atende o pino (>=3.11,<3.12 → 3.11)
-    minors = [
-        f"3.{m}"
-        for m in range(8, 40)
-        if Version(f"3.{m}.0") in spec or Version(f"3.{m}.99") in spec
-    ]
-    wanted = minors[0] if minors else str(spec)
+    minors = (f"3.{m}" for m in range(8, 40) if any(f"3.{m}.{p}" in spec for p in (0, 99)))
+    wanted = next(minors, str(spec))
     return Row(
         FAIL,
         "Python",

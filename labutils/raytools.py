@@ -36,12 +36,8 @@ def init_ray(
         )
     if num_cpus is not None:
         system.check_int(num_cpus, "num_cpus")
-    if object_store_mb is not None and not (
-        isinstance(object_store_mb, int | float) and object_store_mb >= 64
-    ):
-        raise ValueError(
-            f"object_store_mb deve ser um número de MiB >= 64, recebi {object_store_mb!r}."
-        )
+    if object_store_mb is not None:
+        system.check_int(object_store_mb, "object_store_mb (MiB)", 64)
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         print(
@@ -67,7 +63,7 @@ def init_ray(
             num_cpus=num_cpus, include_dashboard=dashboard, dashboard_host=system.LOCALHOST
         )
         if object_store_mb is not None:
-            kwargs["object_store_memory"] = int(object_store_mb) * 1024**2
+            kwargs["object_store_memory"] = object_store_mb * 1024**2
     try:
         return ray.init(**kwargs)
     except ConnectionError as err:
