@@ -202,8 +202,8 @@ print("DOCTOR_JSON=" + json.dumps(out))
 """
 
 
-def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed: str) -> dict:
-    """O JSON da linha ``MARKER=...`` de uma sonda num subprocesso. Nunca trava nem levanta:
+def json_probe(cmd: list[str], *, timeout: float, late: str, failed: str) -> dict:
+    """O JSON da linha ``DOCTOR_JSON=...`` de uma sonda num subprocesso. Nunca trava nem levanta:
     ``{"error": late}`` depois de ``timeout`` s; ``{"error": "<failed> (código N): ..."}``."""
     env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
     try:
@@ -213,8 +213,8 @@ def json_probe(cmd: list[str], *, marker: str, timeout: float, late: str, failed
     except OSError as err:
         return {"error": f"não consegui rodar {cmd[0]}: {err}"}
     for line in proc.stdout.splitlines():
-        if line.startswith(f"{marker}="):
-            return json.loads(line.removeprefix(f"{marker}="))
+        if line.startswith("DOCTOR_JSON="):
+            return json.loads(line.removeprefix("DOCTOR_JSON="))
     tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
     return {"error": f"{failed} (código {proc.returncode}): {tail}"}
 
@@ -224,7 +224,6 @@ def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dic
     system.check_seconds(timeout)
     return json_probe(
         [python, "-c", _TF_PROBE],
-        marker="DOCTOR_JSON",
         timeout=timeout,
         late=f"o TensorFlow não carregou em {timeout:g} s",
         failed="import tensorflow falhou",
@@ -498,7 +497,7 @@ while time.perf_counter() - start < seconds:
     steps += 1
 elapsed = time.perf_counter() - start
 out = {"images_per_s": steps * 64 / elapsed, "device": gpus[0].name if gpus else "nenhuma"}
-print("SPEED_JSON=" + json.dumps(out))
+print("DOCTOR_JSON=" + json.dumps(out))
 """
 
 
@@ -506,7 +505,6 @@ def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) ->
     """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}`` (nunca trava)."""
     return json_probe(
         [sys.executable, "-c", _SPEED_PROBE, str(seconds)],
-        marker="SPEED_JSON",
         timeout=timeout,
         late=f"a sonda não terminou em {timeout:g} s",
         failed="a sonda falhou",

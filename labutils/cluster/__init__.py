@@ -9,12 +9,9 @@ autenticação por token do Ray fica ligada (:mod:`labutils.config`).
 """
 
 from labutils.cluster.base import (
-    DEFAULT_DASHBOARD_PORT,
-    DEFAULT_PORT,
     ClusterError,
     auth_token,
     ensure_auth_token,
-    ray_executable,
     split_address,
     wait_for_nodes,
 )
@@ -30,15 +27,12 @@ from labutils.cluster.local import LocalCluster
 
 __all__ = [
     "CLASSROOM_PORTS",
-    "DEFAULT_DASHBOARD_PORT",
-    "DEFAULT_PORT",
     "ClusterError",
     "LocalCluster",
     "auth_token",
     "ensure_auth_token",
     "head_command",
     "join",
-    "ray_executable",
     "split_address",
     "start_head",
     "status",

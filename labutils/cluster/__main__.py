@@ -9,6 +9,7 @@ import signal
 import time
 
 from labutils import cluster, config
+from labutils.cluster.base import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT
 from labutils.system import LOCALHOST
 
 
@@ -19,9 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     head = sub.add_parser("start-head", help="inicia o nó principal (ray start --head)")
-    head.add_argument("--port", type=int, default=cluster.DEFAULT_PORT)
+    head.add_argument("--port", type=int, default=DEFAULT_PORT)
     head.add_argument("--num-cpus", type=int, default=None)
-    head.add_argument("--dashboard-port", type=int, default=cluster.DEFAULT_DASHBOARD_PORT)
+    head.add_argument("--dashboard-port", type=int, default=DEFAULT_DASHBOARD_PORT)
     head.add_argument(
         "--dashboard-host",
         default=LOCALHOST,
