@@ -20,11 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} deve ser um inteiro >= 1, recebi {value!r}.")
-
+from labutils.system import check_int  # noqa: E402
 
 # ---------------------------------------------------------------- dispositivos
 # A ``MirroredStrategy`` cria uma réplica por dispositivo visível. Com uma GPU só, ou só com CPU,
@@ -92,7 +88,7 @@ def setup_devices(logical_cpus: int = 2) -> Devices:
     """Prepara os dispositivos para a ``MirroredStrategy``: com várias GPUs, uma réplica por GPU
     (memória sob demanda); com uma, ela dividida em ``logical_cpus`` GPUs lógicas; sem GPU, a CPU
     dividida em ``logical_cpus``. Pode ser chamada de novo com a mesma configuração."""
-    _check_positive_int("logical_cpus", logical_cpus)
+    check_int(logical_cpus, "logical_cpus")
     gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) == 1 and logical_cpus > 1:
         memory = tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)
@@ -128,8 +124,8 @@ def normalize_images(image, label):
 
 def global_batch_size(batch_per_replica: int, num_replicas: int = 1) -> int:
     """Lote global = lote por réplica × número de réplicas."""
-    _check_positive_int("batch_per_replica", batch_per_replica)
-    _check_positive_int("num_replicas", num_replicas)
+    check_int(batch_per_replica, "batch_per_replica")
+    check_int(num_replicas, "num_replicas")
     return batch_per_replica * num_replicas
 
 
@@ -155,13 +151,13 @@ def get_data(
 
             batch_per_replica = sizes().batch_per_replica
         global_batch = global_batch_size(batch_per_replica, num_replicas)
-    _check_positive_int("global_batch", global_batch)
+    check_int(global_batch, "global_batch")
     if global_batch % num_replicas:
         raise ValueError(
             f"O lote global ({global_batch}) deve ser múltiplo do número de réplicas "
             f"({num_replicas}), para que cada réplica receba a mesma quantidade de exemplos."
         )
-    _check_positive_int("shuffle_buffer", shuffle_buffer)
+    check_int(shuffle_buffer, "shuffle_buffer")
     autotune = tf.data.AUTOTUNE
     train_dataset = (
         train.map(normalize_images, num_parallel_calls=autotune)
@@ -185,7 +181,7 @@ def split_validation(
     """``(treino sem a validação, validação)``: a validação são os primeiros ``fraction ×
     num_examples`` exemplos do TREINO (a ordem do ``tfds.load`` é fixa: todo worker separa os
     mesmos). O teste fica para medir o modelo final uma vez só."""
-    _check_positive_int("num_examples", num_examples)
+    check_int(num_examples, "num_examples")
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
         raise ValueError(f"fraction deve ser um número entre 0 e 1, recebi {fraction!r}.")
     num_val = max(1, int(num_examples * fraction))
@@ -212,8 +208,7 @@ def create_model(
     """A CNN (Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``), compilada com Adam
     (``compile=False``: sem compilar). No treino distribuído, chame dentro de
     ``strategy.scope()``: as variáveis do modelo e do otimizador nascem espelhadas."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
+    check_int(num_classes, "num_classes", 2)
     if (
         isinstance(learning_rate, bool)
         or not isinstance(learning_rate, int | float)
@@ -296,7 +291,7 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
     def __init__(self, num_examples: int):
         super().__init__()
-        _check_positive_int("num_examples", num_examples)
+        check_int(num_examples, "num_examples")
         self.num_examples = num_examples
         self.epoch_seconds: list[float] = []
         self._start: float | None = None

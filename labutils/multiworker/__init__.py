@@ -20,12 +20,6 @@ from typing import Any
 from labutils import config as lab_config
 from labutils import system
 
-
-def _check_count(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} deve ser um inteiro >= 1, recebi {value!r}.")
-
-
 # ---------------------------------------------------------------- tf-keras
 # O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585).
 # O TensorFlow usa o tf-keras em ``tf.keras`` quando ``TF_USE_LEGACY_KERAS=1`` está no ambiente
@@ -109,7 +103,7 @@ def plan_workers(
     se cabem mas os recursos estão ocupados, espera até ``wait_s`` segundos antes de falhar."""
     import ray
 
-    _check_count("num_workers", num_workers)
+    system.check_int(num_workers, "num_workers")
     if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, int | float):
         raise ValueError(f"cpus_per_worker deve ser um número, recebi {cpus_per_worker!r}.")
     if not cpus_per_worker > 0:
@@ -306,7 +300,7 @@ def fit_timeout_s() -> float:
 
 def tf_configs(num_workers: int) -> list[dict[str, Any]]:
     """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
-    _check_count("num_workers", num_workers)
+    system.check_int(num_workers, "num_workers")
     workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
     return [
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
@@ -334,10 +328,10 @@ def launch_by_hand(
 
     if not callable(fn):
         raise TypeError(f"fn deve ser a função de treino de cada worker, recebi {fn!r}.")
-    _check_count("num_workers", num_workers)
-    if timeout_s is not None and not (isinstance(timeout_s, int | float) and timeout_s > 0):
-        raise ValueError(f"timeout_s deve ser um número de segundos > 0, recebi {timeout_s!r}.")
-    timeout_s = fit_timeout_s() if timeout_s is None else timeout_s
+    system.check_int(num_workers, "num_workers")
+    timeout_s = (
+        fit_timeout_s() if timeout_s is None else system.check_seconds(timeout_s, "timeout_s")
+    )
     workdir = Path(workdir or tempfile.mkdtemp(prefix="labutils-byhand-"))
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))

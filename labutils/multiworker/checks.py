@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from labutils import config as lab_config
+from labutils import system
 from labutils.multiworker import launch_by_hand, read_workers, strategy_name
 
 MWMS = "MultiWorkerMirroredStrategy"
@@ -562,8 +563,7 @@ def check_result(
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
     unfinished(accuracy, "test_accuracy (TODO 6)")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"num_classes deve ser um inteiro >= 2, recebi {num_classes!r}.")
+    system.check_int(num_classes, "num_classes", 2)
     try:
         accuracy = float(accuracy)
     except (TypeError, ValueError):
