@@ -19,6 +19,7 @@ from typing import Any
 
 from labutils import config as lab_config
 from labutils import system
+from labutils.raytools import alive_nodes
 
 # ---------------------------------------------------------------- tf-keras
 # O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585).
@@ -67,21 +68,6 @@ class WorkerPlan:
     survives_node_loss: bool = False
 
 
-def _alive_nodes() -> list[dict[str, Any]]:
-    import ray
-
-    return [
-        {
-            "node_id": node["NodeID"],
-            "ip": node.get("NodeManagerAddress"),
-            "CPU": float(node.get("Resources", {}).get("CPU", 0.0)),
-            "GPU": float(node.get("Resources", {}).get("GPU", 0.0)),
-        }
-        for node in ray.nodes()
-        if node.get("Alive")
-    ]
-
-
 def _fits(nodes: list[dict[str, Any]], need: dict[str, float]) -> int:
     """Quantos workers com os recursos ``need`` cabem, somando nó a nó."""
     total = 0
@@ -112,7 +98,7 @@ def plan_workers(
         raise ValueError(f"wait_s deve ser um número de segundos >= 0, recebi {wait_s!r}.")
     if not ray.is_initialized():
         raise RuntimeError("O Ray não está iniciado: rode antes a célula com init_ray(...).")
-    nodes = _alive_nodes()
+    nodes = alive_nodes()
     gpus = sum(n["GPU"] for n in nodes)
     if use_gpu is None:
         use_gpu = gpus >= num_workers
