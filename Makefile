@@ -46,8 +46,13 @@ firewall:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables; \
 	  else echo "Falta o iptables (o teste do firewall da sala será pulado): sudo apt-get install iptables"; fi; }
 
+# Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
+# cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
+# suíte deixa as 2 CPUs ociosas ~40% do tempo, esperando o Ray subir e os subprocessos.
+TEST_WORKERS ?= 2
 test: setup lint browser firewall
-	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest --durations=20
+	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest \
+		-n $(TEST_WORKERS) --dist loadfile --durations=20
 
 # O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados
 # slow (clusters reais, o benchmark, treinos multi-worker). Medido: veja "Desenvolvimento" no README.

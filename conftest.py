@@ -26,6 +26,23 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("TFDS_DISABLE_PROGRESS_BAR", "1")
 
 
+# ---------------------------------------------------------------- os longos primeiro
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Os arquivos com testes ``slow`` e os notebooks antes dos outros, cada um em bloco e na sua
+    ordem. Com o pytest-xdist (``make test``: ``-n 2 --dist loadfile``), cada processo pega o
+    arquivo seguinte quando acaba o seu: os curtos no fim preenchem as sobras, em vez de um
+    notebook longo deixar um processo sozinho no fim da suíte."""
+    heavy = {
+        item.path
+        for item in items
+        if item.get_closest_marker("slow") or item.path.suffix == ".ipynb"
+    }
+    items.sort(key=lambda item: item.path not in heavy)  # estável: a ordem dentro de cada arquivo
+
+
 # ---------------------------------------------------------------- nenhum Ray deixado para trás
 
 #: quanto esperar que os processos do Ray da sessão saiam sozinhos antes de acusá-los
