@@ -29,18 +29,30 @@ os.environ.setdefault("TFDS_DISABLE_PROGRESS_BAR", "1")
 # ---------------------------------------------------------------- os longos primeiro
 
 
+#: os arquivos mais longos do ``make test`` (docs/tempos_do_make_test.md), do maior ao menor
+LONGEST = ("tests/test_grade.py", "tests/test_bench.py", "tests/test_classroom_machines.py")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Os arquivos com testes ``slow`` e os notebooks antes dos outros, cada um em bloco e na sua
-    ordem. Com o pytest-xdist (``make test``: ``-n 2 --dist loadfile``), cada processo pega o
-    arquivo seguinte quando acaba o seu: os curtos no fim preenchem as sobras, em vez de um
-    notebook longo deixar um processo sozinho no fim da suíte."""
+    """Os mais longos primeiro: :data:`LONGEST`, depois os arquivos com testes ``slow`` e os
+    notebooks, e os curtos no fim, cada arquivo em bloco e na sua ordem. Com o pytest-xdist
+    (``make test``: ``-n 2 --dist loadfile``), cada processo pega o arquivo seguinte quando acaba
+    o seu: os curtos no fim preenchem as sobras, em vez de um arquivo longo deixar um processo
+    sozinho no fim da suíte."""
     heavy = {
         item.path
         for item in items
         if item.get_closest_marker("slow") or item.path.suffix == ".ipynb"
     }
-    items.sort(key=lambda item: item.path not in heavy)  # estável: a ordem dentro de cada arquivo
+
+    def rank(item) -> int:
+        relative = item.path.relative_to(config.rootpath).as_posix()
+        if relative in LONGEST:
+            return LONGEST.index(relative)
+        return len(LONGEST) + (item.path not in heavy)
+
+    items.sort(key=rank)  # estável: a ordem dentro de cada arquivo fica
 
 
 # ---------------------------------------------------------------- nenhum Ray deixado para trás
