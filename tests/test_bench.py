@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from labutils import system
@@ -137,6 +138,84 @@ def test_speedup_agrees_with_the_printed_medians_for_even_repeats():
     ray_overheads._add_pair(report, "x", ("a", [1.0, 3.0]), ("b", [1.0, 1.5, 2.0, 9.0]), "")
     first, second = report.rows
     assert second.speedup == pytest.approx(first.median / second.median)
+
+
+# ---------------------------------------------------------------- a busca: o limite medido
+
+
+def test_measured_bound_is_cores_times_alone_over_side_by_side():
+    # laço sozinho: mediana 30 s; duas cópias juntas: mediana 31 s → 2 × 30 / 31
+    assert search_bench.measured_bound([30.0, 29.0, 33.0], [31.0, 30.5, 32.0], 2) == pytest.approx(
+        60 / 31
+    )
+    assert search_bench.measured_bound([10.0], [10.0], 2) == 2.0  # núcleos ideais: o ideal
+    assert search_bench.measured_bound([10.0], [10.0], 1) == 1.0
+    # o menor dos dois: a fila (tarefa longa demais) ou a máquina (florestas juntas mais lentas)
+    assert search_bench.effective_bound(2.0, 1.94) == 1.94
+    assert search_bench.effective_bound(1.2, 1.94) == 1.2
+    for bad in (([], [1.0], 2), ([1.0], [0.0], 2), ([1.0], [1.0], 0), ([float("nan")], [1.0], 2)):
+        with pytest.raises(ValueError):
+            search_bench.measured_bound(*bad)
+    with pytest.raises(ValueError):
+        search_bench.effective_bound(0.0, 1.9)
+
+
+def _search_rows(totals: dict[str, list[float]], cfg_s: dict[tuple[int, int], float]):
+    """As linhas da busca com tempos inventados (2 núcleos, 2 configurações, 3 blocos)."""
+    from labutils.search import Chunk
+
+    grid = list(cfg_s)
+    chunks = [Chunk(n, d, 0, n) for n, d in grid]
+    task_s = {name: [sum(cfg_s.values())] for name in search_bench.APPROACHES}
+    loop_by_cfg = {cfg: [s] for cfg, s in cfg_s.items()}
+    report = Report({})
+    rows = search_bench._add_rows(report, grid, chunks, totals, task_s, loop_by_cfg, 2, 2, 100)
+    return report, rows
+
+
+def test_search_rows_are_read_against_the_measured_bound_and_say_the_targets():
+    S = search_bench
+    # laço 3,0 s; as duas cópias juntas levam 3,1 s → limite medido 2 × 3,0 / 3,1 = 1,935x
+    totals = {name: [1.7] for name in S.APPROACHES}
+    totals |= {S.LOOP: [3.0, 2.9, 3.2], S.SIDE: [3.1 / 2], S.CHUNKS: [1.56], S.NJOBS: [1.58]}
+    report, rows = _search_rows(totals, {(10, 4): 1.5, (20, 6): 1.5})
+    hw = 2 * 3.0 / 3.1
+    side = rows[S.SIDE]
+    assert side.speedup == pytest.approx(hw) and side.bound == 2.0  # o ideal, para comparar
+    for name in (*S.RAY_APPROACHES, S.NJOBS):  # fila 2x (nenhuma tarefa domina): vale o medido
+        assert rows[name].bound == pytest.approx(hw), name
+        assert "limite da fila" in rows[name].note and "2.00x" in rows[name].note, name
+        assert f"medido {hw:.2f}x" in rows[name].note, name
+    assert rows[S.CHUNKS].of_bound == pytest.approx((3.0 / 1.56) / hw)  # 99,4%
+    met, ahead = S.target_lines(rows)
+    assert S.CHUNKS in met and "99.4%" in met and met.endswith("**cumprida**")
+    assert "1.92x contra 1.90x" in ahead and ahead.endswith("**cumprida**")
+
+    # a mesma execução com os blocos a 1,62 s: melhor Ray 1,85x (95,7%), 2,5% atrás do n_jobs=-1
+    totals[S.CHUNKS] = [1.62]
+    _, rows = _search_rows(totals, {(10, 4): 1.5, (20, 6): 1.5})
+    met, ahead = S.target_lines(rows)
+    assert "95.7%" in met and met.endswith("**não cumprida**")
+    assert "(-2.5%)" in ahead and ahead.endswith("**não cumprida**")
+
+    # uma tarefa que domina (2,5 s de 3 s): o limite da fila (1,2x) fica abaixo do medido
+    _, rows = _search_rows(totals, {(10, 4): 0.5, (20, 6): 2.5})
+    assert rows[S.LPT].bound == pytest.approx(1.2)
+    assert rows[S.SIDE].bound == 2.0
+
+
+def test_side_by_side_copies_run_the_same_loop_in_separate_processes():
+    from tools.bench.search_runs import run_loop, run_side_by_side
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), rng.normal(size=60)
+    data = (X[:40], y[:40], X[40:], y[40:])
+    grid = [(3, 2), (4, 3)]
+    seconds, copies = run_side_by_side(grid, data, 2, timeout=120)
+    assert seconds > 0 and len(copies) == 2
+    want = [(n, d, mse) for n, d, mse, _ in run_loop(grid, data)]
+    for got in copies:
+        assert [(n, d, pytest.approx(mse)) for n, d, mse, _ in got] == want
 
 
 # ---------------------------------------------------------------- o treino multi-worker com prazo
@@ -268,6 +347,8 @@ def test_smoke_run_has_every_row(smoke_report):
         assert (section, approach) in measured
     assert sum(r["secao"] == "Ray: custos fixos" for r in rows) == 6
     assert "## Máquina" in stdout and "| seção | abordagem |" in stdout  # a tabela é impressa
+    # as duas metas da busca, conferidas nesta execução, uma linha cada
+    assert stdout.count(f"- **{search_bench.SECTION}**: ") == 2, stdout
     assert (out / "relatorio.md").read_text(encoding="utf-8").count("\n| ") == len(rows) + 2
     assert (out / "resultados.png").stat().st_size > 1000
 

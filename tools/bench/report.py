@@ -62,6 +62,8 @@ class Report:
     machine: dict[str, str]
     rows: list[Measurement] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    #: ``(seção, linha)``: as metas de uma seção, conferidas com os números desta execução
+    targets: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, row: Measurement) -> Measurement:
         self.rows.append(row)
@@ -72,6 +74,10 @@ class Report:
         item = Skipped(section, approach, reason)
         self.skipped.append(item)
         return item
+
+    def conclude(self, section: str, line: str) -> None:
+        """Registra uma meta e se ela foi cumprida NESTA execução (uma linha, com os números)."""
+        self.targets.append((section, line))
 
     def markdown(self) -> str:
         lines = ["# Benchmark do laboratório", "", "## Máquina", ""]
@@ -88,6 +94,9 @@ class Report:
                 f"{_fmt(low)} – {_fmt(high)} | {len(r.values)} | {_fmt(r.speedup, 'x')} | "
                 f"{_fmt(r.bound, 'x')} | {_pct(r.of_bound)} | {r.note} |"
             )
+        if self.targets:
+            lines += ["", "## Metas, conferidas nesta execução", ""]
+            lines += [f"- **{section}**: {line}" for section, line in self.targets]
         if self.skipped:
             lines += ["", "## Não medido", ""]
             for item in self.skipped:

@@ -2,15 +2,19 @@
 
 Cada ``run_*`` executa a busca inteira uma vez e devolve ``[(n, profundidade, mse, segundos)]``:
 o laço, as tarefas Ray (roteiro, mais caras primeiro, blocos de árvores) e as ferramentas da
-lição 03 (Ray Tune e ``GridSearchCV`` no Ray pelo backend joblib).
+lição 03 (Ray Tune e ``GridSearchCV`` no Ray pelo backend joblib). :func:`run_side_by_side` mede
+o limite: o mesmo laço em vários processos ao mesmo tempo, sem Ray.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing
 import os
+import queue
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +44,57 @@ from labutils.tuning import (
 def run_loop(grid, data, n_jobs=None) -> list[tuple[int, int, float, float]]:
     X_train, y_train, X_test, y_test = data
     return [fit_and_score(n, d, X_train, y_train, X_test, y_test, n_jobs=n_jobs) for n, d in grid]
+
+
+def _side_copy(grid, data, barrier, results) -> None:
+    """Uma cópia de :func:`run_side_by_side`: aquece, espera as outras e roda o laço inteiro."""
+    try:
+        fit_and_score(5, 3, *data)  # importa e aquece o scikit-learn antes da largada
+        barrier.wait()
+        results.put(run_loop(grid, data))
+    except BaseException as err:  # o processo pai levanta o erro em vez de esperar à toa
+        results.put(f"{type(err).__name__}: {err}")
+
+
+def run_side_by_side(
+    grid, data, copies: int, timeout: float
+) -> tuple[float, list[list[tuple[int, int, float, float]]]]:
+    """``copies`` processos, cada um com o laço da grade inteira, largando juntos.
+
+    Devolve ``(segundos da largada até a última cópia terminar, os resultados de cada cópia)``.
+    Processos comuns (``spawn``) e não tarefas Ray: o que se quer medir é o que os núcleos dão a
+    várias florestas ao mesmo tempo (memória e cache divididos), sem o escalonador, o object store
+    e os workers do Ray, que são justamente o custo que as abordagens Ray pagam. A partida dos
+    processos e o import do scikit-learn ficam fora da medida (a barreira); nenhum processo é
+    fixado num núcleo, como os workers do Ray também não são.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(copies + 1)  # + o processo pai, que marca a largada
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_side_copy, args=(grid, data, barrier, results), daemon=True)
+        for _ in range(copies)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        barrier.wait(timeout=timeout)
+        with Timer() as t:
+            got = [results.get(timeout=timeout) for _ in procs]
+        seconds = t.seconds
+    except (queue.Empty, threading.BrokenBarrierError) as err:
+        raise RuntimeError(
+            f"lado a lado: as {copies} cópias não terminaram em {timeout:g} s ({err!r})."
+        ) from None
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+    errors = [g for g in got if isinstance(g, str)]
+    if errors:
+        raise RuntimeError(f"lado a lado: uma cópia falhou: {errors[0]}")
+    return seconds, got
 
 
 def run_seed_ray(grid, data) -> list[tuple[int, int, float, float]]:
