@@ -48,14 +48,14 @@ firewall:
 
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
-# suíte deixa as 2 CPUs ociosas ~40% do tempo, esperando o Ray subir e os subprocessos.
+# suíte deixava as 2 CPUs ociosas 28–38% do tempo, esperando o Ray subir e os subprocessos.
 TEST_WORKERS ?= 2
 test: setup lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest \
 		-n $(TEST_WORKERS) --dist loadfile --durations=20
 
 # O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados
-# slow (clusters reais, o benchmark, treinos multi-worker). Medido: veja "Desenvolvimento" no README.
+# slow (clusters reais, o benchmark, treinos multi-worker). Tempos: docs/tempos_do_make_test.md.
 test-fast: setup lint
 	LABUTILS_SCALE=smoke $(PY) -m pytest tests -m "not slow" -q --durations=10
 
