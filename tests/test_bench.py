@@ -363,6 +363,8 @@ def test_smoke_run_bounds_are_consistent(smoke_report):
     cores = float(machine_info("smoke")["núcleos disponíveis"])
     for r in rows:
         speedup, bound = float(r["speedup"]), float(r["limite"])
-        if r in search:  # um limite de speedup nunca passa do número de núcleos
-            assert 1.0 <= bound <= cores + 1e-9, f"{r['abordagem']}: limite {bound}"
+        # o limite é o menor entre a fila (até o número de núcleos) e o medido lado a lado, que
+        # num make test disputado pode ficar abaixo de 1x (0,58x visto)
+        if r in search:
+            assert 0 < bound <= cores + 1e-9, f"{r['abordagem']}: limite {bound}"
         assert float(r["fracao_do_limite"]) == pytest.approx(speedup / bound)
