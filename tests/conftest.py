@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
 import pytest
 from processes import with_in_cmdline
 
-#: o cluster local da sessão, enquanto no ar, e o último teste coletado que o usa
-_CLUSTER = pytest.StashKey[object]()
-_LAST_USER = pytest.StashKey[str]()
+#: o cluster local dos testes (um por processo do pytest)
+_CLUSTER = pytest.StashKey["SharedCluster"]()
+#: os arquivos com testes que usam o cluster local
+_FILES = pytest.StashKey[set]()
 
 
-@pytest.fixture(scope="session")
-def local_cluster(request):
-    """Um cluster local de verdade para a sessão inteira: nó principal + 2 workers (1 CPU cada),
-    com painel. Subir um custa ~25 s em 2 núcleos; os testes de ``test_browser.py``,
-    ``test_cluster.py`` e ``test_cluster_security.py`` o dividem. Nenhum deles o para: ele para
-    logo depois do último teste coletado que o usa (:func:`pytest_runtest_teardown`), seja qual
-    for a ordem dos arquivos, e não fica ocioso no ar durante o resto da suíte.
+def _run_cluster():
+    """Sobe o cluster (gerador: ``next`` o entrega; o ``next`` seguinte o para e confere).
 
-    No fim, o corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar
-    mesmo assim, sem deixar nenhum processo nem a sua pasta temporária para trás.
+    O corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar mesmo
+    assim, sem deixar nenhum processo nem a sua pasta temporária para trás.
     """
     from labutils import system
     from labutils.cluster import LocalCluster
 
-    with pytest.raises(RuntimeError, match="fim da sessão"):
+    with pytest.raises(RuntimeError, match="fim do uso"):
         with LocalCluster(num_workers=2, cpus_per_node=1, dashboard=True, verbose=False) as lc:
             assert len(system.alive(lc.pids)) >= 9  # 3 × (`ray start`, raylet, ...) + gcs_server
-            request.config.stash[_CLUSTER] = lc
             yield lc
-            raise RuntimeError("fim da sessão")
+            raise RuntimeError("fim do uso")
     pids, temp_dir = lc.pids, lc.temp_dir
     deadline = time.monotonic() + 10
     while (system.alive(pids) or with_in_cmdline(temp_dir)) and time.monotonic() < deadline:
@@ -43,16 +39,61 @@ def local_cluster(request):
     lc.stop()  # idempotente
 
 
-@pytest.hookimpl(trylast=True)  # a ordem final, depois de quem reordena os testes
+class SharedCluster:
+    """Um cluster local de verdade (nó principal + 2 workers, 1 CPU cada, com painel) que os
+    testes de ``test_browser.py``, ``test_cluster.py`` e ``test_cluster_security.py`` dividem;
+    subir um custa ~25 s em 2 núcleos. Os atributos são os do :class:`LocalCluster` no ar.
+
+    Sobe no primeiro atributo lido e para quando o teste seguinte deste processo está num
+    arquivo que não o usa (:func:`pytest_runtest_teardown`): não fica ocioso no ar durante o
+    resto da suíte. Se um teste o pede depois, sobe de novo — com o
+    pytest-xdist cada processo roda os arquivos numa ordem própria, que a coleta não conhece.
+    """
+
+    def __init__(self) -> None:
+        self._run = None
+        self._cluster = None
+
+    def __getattr__(self, name: str):
+        if self._cluster is None:
+            self._run = _run_cluster()
+            self._cluster = next(self._run)
+        return getattr(self._cluster, name)
+
+    @property
+    def running(self) -> bool:
+        return self._cluster is not None
+
+    def stop(self) -> None:
+        run, self._run, self._cluster = self._run, None, None
+        if run is not None:
+            with contextlib.suppress(StopIteration):
+                next(run)
+
+
+@pytest.fixture(scope="session")
+def local_cluster(request) -> SharedCluster:
+    """O cluster local dos testes (:class:`SharedCluster`); nenhum teste o para."""
+    return request.config.stash.setdefault(_CLUSTER, SharedCluster())
+
+
 def pytest_collection_modifyitems(config, items):
-    users = [item.nodeid for item in items if "local_cluster" in getattr(item, "fixturenames", ())]
-    if users:
-        config.stash[_LAST_USER] = users[-1]
+    config.stash[_FILES] = {i.path for i in items if "local_cluster" in i.fixturenames}
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """Para o cluster local da sessão depois do último teste que o usa."""
-    if item.nodeid == item.config.stash.get(_LAST_USER, None):
-        cluster = item.config.stash.get(_CLUSTER, None)
-        if cluster is not None:
+    """Para o cluster local se o próximo teste deste processo está num arquivo que não o usa
+    (ou se não há próximo). Dentro de um arquivo que o usa, ele fica no ar entre os testes.
+    O pytest-xdist guarda sempre um teste à frente: ``nextitem`` é o de verdade."""
+    cluster = item.config.stash.get(_CLUSTER, None)
+    if cluster is not None and cluster.running:
+        if nextitem is None or nextitem.path not in item.config.stash.get(_FILES, set()):
             cluster.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # antes da busca de processos deixados para trás
+def pytest_sessionfinish(session):
+    """Uma sessão interrompida (``-x``, Ctrl+C) também para o cluster."""
+    cluster = session.config.stash.get(_CLUSTER, None)
+    if cluster is not None:
+        cluster.stop()
