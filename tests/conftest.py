@@ -78,7 +78,9 @@ def local_cluster(request) -> SharedCluster:
 
 
 def pytest_collection_modifyitems(config, items):
-    config.stash[_FILES] = {i.path for i in items if "local_cluster" in i.fixturenames}
+    config.stash[_FILES] = {
+        i.path for i in items if "local_cluster" in getattr(i, "fixturenames", ())
+    }
 
 
 def pytest_runtest_teardown(item, nextitem):
