@@ -13,7 +13,9 @@ V2 (``DataContext.use_datasource_v2 = False``, a opção documentada do Ray) só
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,7 +202,8 @@ def run_ray_data(
     ``seconds`` vai do início ao fim (inclui subir os atores, ler e gravar). ``extra`` traz o
     que os próprios atores mediram (:meth:`Predictor.__call__`): ``startup_s`` até o 1º lote
     começar (``load_s`` dele no construtor do ator mais lento), ``steady_s`` do 1º lote ao fim do
-    último e ``compute_s`` somado dentro dos lotes."""
+    último e ``compute_s`` somado dentro dos lotes; ``cpu:PAPEL``, a fração dos núcleos que cada
+    papel de :data:`CPU_ROLES` usou nesse trecho (:class:`CpuSampler`)."""
     import logging
 
     import ray
@@ -209,16 +212,17 @@ def run_ray_data(
     ctx.enable_progress_bars = False  # notebook sem barras
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     wall, start = time.time(), time.perf_counter()
-    predictions = read_images(images_dir, blocks=4 * actors).map_batches(
-        Predictor,
-        fn_constructor_kwargs={"blob": blob, "threads": threads},
-        compute=ray.data.ActorPoolStrategy(size=actors),
-        batch_size=batch_size,
-        num_cpus=cpus,
-        batch_format="numpy",
-        udf_modifying_row_count=False,  # uma linha de saída por imagem
-    )
-    predictions.write_parquet(str(out_dir), mode="overwrite")
+    with CpuSampler() as cpu:
+        predictions = read_images(images_dir, blocks=4 * actors).map_batches(
+            Predictor,
+            fn_constructor_kwargs={"blob": blob, "threads": threads},
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            batch_size=batch_size,
+            num_cpus=cpus,
+            batch_format="numpy",
+            udf_modifying_row_count=False,  # uma linha de saída por imagem
+        )
+        predictions.write_parquet(str(out_dir), mode="overwrite")
     seconds = time.perf_counter() - start
     back = read_predictions(out_dir)
     labels, confidence = back["label"].to_numpy(), back["confidence"].to_numpy()
@@ -227,11 +231,118 @@ def run_ray_data(
     extra = {"startup_s": first - wall, "steady_s": last - first,
              "compute_s": float((per_batch["t_end"] - per_batch["t_start"]).sum()),
              "load_s": float(back["load_s"].max()),
-             "steady_images_per_s": len(back) / (last - first)}  # fmt: skip
+             "steady_images_per_s": len(back) / (last - first),
+             **{f"cpu:{role}": share for role, share in cpu.shares(first, last).items()}}  # fmt: skip
     note = (f"lote de {batch_size}; lê e grava Parquet; {extra['startup_s']:.1f} s até o 1º "
             f"lote; com os atores no ar: {extra['steady_images_per_s']:,.0f} imagens/s")  # fmt: skip
     name = f"Ray Data ({actors} atores)"
     return Rung(name, len(back), seconds, labels, confidence, note, extra)
+
+
+# ---------------------------------------------------------------- para onde vai a CPU
+
+#: os papéis da CPU no trecho do Ray Data com os atores no ar, na ordem do relatório
+CPU_ROLES = ("atores (Predictor)", "leitura e gravação (tarefas do Ray Data)",
+             "driver (executor do Ray Data, este processo)", "Ray (GCS, raylet, painel, agentes)",
+             "outros processos do Ray", "fora do Ray", "ociosa")  # fmt: skip
+#: pedaços da linha de comando dos processos de sistema do Ray
+RAY_SYSTEM = ("ray/dashboard", "log_monitor", "autoscaler/_private/monitor", "runtime_env/agent",
+              "ray::DashboardAgent", "ray::RuntimeEnvAgent")  # fmt: skip
+
+
+def cpu_role(pid: int, name: str, cmdline: str) -> str:
+    """O papel de um processo nesta máquina durante o Ray Data (um de :data:`CPU_ROLES`). Um
+    processo de trabalho do Ray muda de nome (``ray::IDLE`` → ``ray::MapWorker(...)``): o papel
+    é lido de novo a cada amostra."""
+    if pid == os.getpid():
+        return CPU_ROLES[2]
+    if "Predictor" in cmdline or "MapWorker" in cmdline:
+        return CPU_ROLES[0]
+    if cmdline.startswith("ray::") and ("Read" in cmdline or "Write" in cmdline):
+        return CPU_ROLES[1]
+    if name in ("gcs_server", "raylet") or any(part in cmdline for part in RAY_SYSTEM):
+        return CPU_ROLES[3]
+    if cmdline.startswith("ray::") or "/ray/" in cmdline:
+        return CPU_ROLES[4]
+    return CPU_ROLES[5]
+
+
+class CpuSampler:
+    """Amostra, a cada ``every`` s numa thread, o tempo de CPU (usuário + sistema) de cada
+    processo da máquina e o ocioso dos núcleos deste processo (``psutil``), para dizer depois,
+    medido, para onde foram os núcleos num trecho (:meth:`shares`). Cada amostra custa ~6 ms de
+    CPU com ~70 processos (~2% de um núcleo a cada 0,25 s), contados no driver. Use como
+    ``with CpuSampler() as cpu:``."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.every = every
+        self._cpus = sorted(os.sched_getaffinity(0))  # os núcleos deste processo
+        self._stamps: list[float] = []
+        self._idle: list[float] = []
+        #: PID → (hora em que nasceu, [(hora, CPU acumulada, papel)])
+        self._procs: dict[int, tuple[float, list[tuple[float, float, str]]]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        import psutil
+
+        now = time.time()
+        per_cpu = psutil.cpu_times(percpu=True)
+        self._stamps.append(now)
+        self._idle.append(
+            sum(per_cpu[i].idle + getattr(per_cpu[i], "iowait", 0.0) for i in self._cpus)
+        )
+        for proc in psutil.process_iter(["name", "cmdline", "cpu_times", "create_time"]):
+            info = proc.info
+            if info["cpu_times"] is None:
+                continue  # sumiu ou não se pode ler
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            role = cpu_role(proc.pid, info["name"] or "", " ".join(info["cmdline"] or []))
+            self._procs.setdefault(proc.pid, (info["create_time"] or 0.0, []))[1].append(
+                (now, cpu, role)
+            )
+
+    def shares(self, start: float, end: float) -> dict[str, float]:
+        """A fração de ``núcleos × (end − start)`` que cada papel de :data:`CPU_ROLES` usou
+        entre ``start`` e ``end`` (relógio ``time.time``). Entre duas amostras, a CPU de um
+        processo conta proporcionalmente à parte do intervalo dentro do trecho, para o papel
+        que ele tinha na amostra seguinte — ou na anterior, se era ator ou leitura/gravação e voltou
+        a ser um processo qualquer do Ray (``ray::IDLE``) no meio do intervalo)."""
+        span = len(self._cpus) * (end - start)
+        if span <= 0:
+            raise ValueError(f"trecho vazio: de {start} a {end}.")
+        used = dict.fromkeys(CPU_ROLES, 0.0)
+        for created, samples in self._procs.values():
+            if 0 < created < samples[0][0]:  # nasceu entre amostras: partiu de 0
+                samples = [(created, 0.0, samples[0][2]), *samples]
+            for (t0, c0, r0), (t1, c1, r1) in itertools.pairwise(samples):
+                role = r0 if r1 == CPU_ROLES[4] and r0 in CPU_ROLES[:2] else r1
+                used[role] += (c1 - c0) * _overlap(t0, t1, start, end)
+        for (t0, c0), (t1, c1) in itertools.pairwise(zip(self._stamps, self._idle, strict=True)):
+            used[CPU_ROLES[-1]] += (c1 - c0) * _overlap(t0, t1, start, end)
+        return {role: value / span for role, value in used.items()}
+
+
+def _overlap(t0: float, t1: float, start: float, end: float) -> float:
+    """A fração do intervalo ``[t0, t1]`` que cai dentro de ``[start, end]``."""
+    if t1 <= t0:
+        return 0.0
+    return max(0.0, min(t1, end) - max(t0, start)) / (t1 - t0)
 
 
 def warm_up_ray_data() -> None:

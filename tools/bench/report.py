@@ -168,6 +168,23 @@ class Report:
         plt.close(fig)
 
 
+def effective_bound(schedule: float, measured: float) -> float:
+    """O limite de uma abordagem: o menor entre o calculado (da fila de tarefas, ou os núcleos)
+    e o da máquina (medido lado a lado).
+
+    Na busca, é ``trabalho / max(tarefa mais longa, trabalho × lentidão / núcleos)``: o da fila
+    já é ``min(trabalho / mais longa, núcleos)``, e o medido é ``núcleos / lentidão``.
+    """
+    if schedule <= 0 or measured <= 0:
+        raise ValueError(f"limites devem ser positivos, recebi {schedule} e {measured}.")
+    return min(schedule, measured)
+
+
+def verdict(ok: bool) -> str:
+    """O fim da linha de uma meta: cumprida ou não, nesta execução."""
+    return "**cumprida**" if ok else "**não cumprida**"
+
+
 def _fmt(value: float | None, suffix: str = "") -> str:
     if value is None:
         return "–"

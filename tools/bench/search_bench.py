@@ -45,7 +45,7 @@ from labutils.search import (
     validate_grid,
 )
 from labutils.timing import Timer
-from tools.bench.report import Measurement, Report
+from tools.bench.report import Measurement, Report, effective_bound, verdict
 from tools.bench.search_runs import (
     remote_fns,
     run_chunks,
@@ -245,17 +245,6 @@ def measured_bound(alone_s: Sequence[float], side_s: Sequence[float], copies: in
     return copies * statistics.median(alone_s) / statistics.median(side_s)
 
 
-def effective_bound(schedule: float, measured: float) -> float:
-    """O limite de uma abordagem: o menor entre o da fila (calculado) e o da máquina (medido).
-
-    É o mesmo que ``trabalho / max(tarefa mais longa, trabalho × lentidão / núcleos)``: o da
-    fila já é ``min(trabalho / mais longa, núcleos)``, e o medido é ``núcleos / lentidão``.
-    """
-    if schedule <= 0 or measured <= 0:
-        raise ValueError(f"limites devem ser positivos, recebi {schedule} e {measured}.")
-    return min(schedule, measured)
-
-
 def target_lines(rows: Mapping[str, Measurement]) -> list[str]:
     """As metas da issue #27, uma linha cada, conferidas com os números desta execução: a
     melhor abordagem Ray a ≥ 98% do seu limite (o medido, se for o menor); e não atrás do
@@ -264,10 +253,6 @@ def target_lines(rows: Mapping[str, Measurement]) -> list[str]:
     if not ray_rows or any(r.speedup is None or not r.bound for r in ray_rows):
         return ["metas não conferidas: faltam linhas Ray com speedup e limite"]
     best = max(ray_rows, key=lambda r: r.speedup)
-
-    def verdict(ok: bool) -> str:
-        return "**cumprida**" if ok else "**não cumprida**"
-
     lines = [
         f"melhor Ray ≥ {100 * TARGET_OF_BOUND:.0f}% do limite: {best.approach} "
         f"{best.speedup:.2f}x = {100 * best.of_bound:.1f}% de {best.bound:.2f}x → "
