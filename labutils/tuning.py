@@ -1,17 +1,16 @@
 """Lição 03: o que não é o assunto dela (o ``Tuner`` e o ``GridSearchCV`` estão nas células):
-conferir o espaço do Tune, a floresta que cresce para o ASHA, tabelas e conferências entre buscas.
+conferir o espaço do Tune, tabelas e conferências entre buscas.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from labutils.search import RANDOM_STATE, speedup_bound, validate_grid
+from labutils.search import speedup_bound, validate_grid
 
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
 logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
@@ -83,28 +82,6 @@ def validate_space(space: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- os trials e o Tuner
-def grow_forest(max_depth: int, n_estimators: int, step: int, data: Sequence[Any]):
-    """Gera ``(árvores, mse na validação, segundos acumulados)`` a cada ``step`` árvores.
-
-    Com ``warm_start`` cada ``fit`` só treina as árvores novas; com a mesma semente, a floresta
-    de ``k`` árvores é a mesma treinada de uma vez com ``n_estimators=k``.
-    """
-    from sklearn.ensemble import RandomForestRegressor
-    from sklearn.metrics import mean_squared_error
-
-    X_train, y_train, X_val, y_val = data
-    model = RandomForestRegressor(
-        n_estimators=0, max_depth=max_depth, random_state=RANDOM_STATE, warm_start=True
-    )
-    start = time.perf_counter()
-    trees = 0
-    while trees < n_estimators:
-        trees = min(trees + step, n_estimators)
-        model.set_params(n_estimators=trees).fit(X_train, y_train)
-        mse = float(mean_squared_error(y_val, model.predict(X_val)))
-        yield trees, mse, time.perf_counter() - start
-
-
 def progress_callback(total: int, desc: str) -> Any:
     """Um ``tune.Callback`` com uma barra ``tqdm`` por trial terminado, no lugar das tabelas do
     Tune (``RunConfig(callbacks=[...], verbose=0)``)."""

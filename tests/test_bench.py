@@ -22,7 +22,14 @@ import numpy as np
 import pytest
 
 from labutils import system
-from tools.bench import inference_bench, inference_runs, ray_overheads, search_bench, tf_bench
+from tools.bench import (
+    inference_bench,
+    inference_runs,
+    ray_overheads,
+    search_bench,
+    search_runs,
+    tf_bench,
+)
 from tools.bench.report import Measurement, Report, effective_bound, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,10 +232,8 @@ def test_measured_bound_is_cores_times_alone_over_side_by_side():
 
 def _search_rows(totals: dict[str, list[float]], cfg_s: dict[tuple[int, int], float]):
     """As linhas da busca com tempos inventados (2 núcleos, 2 configurações, 3 blocos)."""
-    from labutils.search import Chunk
-
     grid = list(cfg_s)
-    chunks = [Chunk(n, d, 0, n) for n, d in grid]
+    chunks = [search_runs.LESSON_02.Chunk(n, d, 0, n) for n, d in grid]
     task_s = {name: [sum(cfg_s.values())] for name in search_bench.APPROACHES}
     loop_by_cfg = {cfg: [s] for cfg, s in cfg_s.items()}
     report = Report({})

@@ -14,22 +14,26 @@ from sklearn.metrics import mean_squared_error
 from labutils import config, search
 from labutils.search import (
     RESULT_COLUMNS,
-    combine_chunks,
     estimated_cost,
-    fit_chunk_and_predict,
-    fit_forest_chunk,
     gather_with_progress,
     list_schedule,
     list_schedule_makespan,
     makespan_lower_bound,
-    merge_forests,
     most_expensive_first,
-    plan_chunks,
     save_results,
     speedup_bound,
-    split_trees,
     validate_grid,
 )
+from tools.lesson_code import load
+
+# a floresta em blocos de árvores: escrita nas células # @save da lição 02
+LESSON_02 = load("02_busca_hiperparametros")
+combine_chunks = LESSON_02.combine_chunks
+fit_chunk_and_predict = LESSON_02.fit_chunk_and_predict
+fit_forest_chunk = LESSON_02.fit_forest_chunk
+merge_forests = LESSON_02.merge_forests
+plan_chunks = LESSON_02.plan_chunks
+split_trees = LESSON_02.split_trees
 
 SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
 # tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)
@@ -171,6 +175,11 @@ def test_split_trees_covers_all_trees(n, k):
     assert sum(size for _, size in parts) == n
     assert [first for first, _ in parts] == list(np.cumsum([0] + [s for _, s in parts])[:-1])
     assert max(s for _, s in parts) - min(s for _, s in parts) <= 1
+
+
+def test_split_trees_rejects_zero_chunks():
+    with pytest.raises(ValueError, match="devem ser positivos, recebi 10 e 0"):
+        split_trees(10, 0)
 
 
 def test_plan_chunks_covers_grid_and_balances():

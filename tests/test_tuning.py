@@ -16,6 +16,7 @@ from ray import tune
 from labutils import tuning
 from labutils.search import fit_and_score
 from tools.bench import search_runs
+from tools.lesson_code import load
 
 GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
 
@@ -78,7 +79,9 @@ def test_bad_spaces_fail_fast_in_portuguese(space, fragment, tmp_path):
 
 
 def test_grow_forest_ends_at_the_whole_forest(data):
-    steps = list(tuning.grow_forest(5, 12, 5, data))
+    # a floresta que cresce para o ASHA: escrita numa célula # @save da lição 03
+    grow_forest = load("03_ray_tune_joblib").grow_forest
+    steps = list(grow_forest(5, 12, 5, data))
     assert [s[0] for s in steps] == [5, 10, 12]
     assert steps[-1][1] == pytest.approx(fit_and_score(12, 5, *data)[2], rel=0, abs=1e-12)
 

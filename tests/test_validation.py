@@ -454,7 +454,6 @@ CASES = [
         ValueError,
         "'abc'",
     ),
-    ("search.split_trees", "zero blocos", lambda: search.split_trees(10, 0), ValueError, "10 e 0"),
     (
         "search.speedup_bound",
         "zero núcleos",

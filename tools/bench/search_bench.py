@@ -36,17 +36,16 @@ import numpy as np
 
 from labutils.config import pick, sizes
 from labutils.search import (
-    Chunk,
     fit_and_score,
     list_schedule_makespan,
     most_expensive_first,
-    plan_chunks,
     speedup_bound,
     validate_grid,
 )
 from labutils.timing import Timer
 from tools.bench.report import Measurement, Report, effective_bound, verdict
 from tools.bench.search_runs import (
+    LESSON_02,
     remote_fns,
     run_chunks,
     run_expensive_first,
@@ -163,9 +162,11 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
         local_cores = joblib.cpu_count()
         warm_s = warm_up(cores)
         fit_config, fit_chunk = remote_fns()
-        chunks = plan_chunks(grid, cores, chunks_per_core(scale), n_samples=n_samples)
+        chunks = LESSON_02.plan_chunks(grid, cores, chunks_per_core(scale), n_samples=n_samples)
         tiny = ray.put(data)  # exporta as funções remotas aos workers (fora das medidas)
-        ray.get([fit_config.remote(2, 2, tiny), fit_chunk.remote(Chunk(2, 2, 0, 2), tiny)])
+        ray.get(
+            [fit_config.remote(2, 2, tiny), fit_chunk.remote(LESSON_02.Chunk(2, 2, 0, 2), tiny)]
+        )
         del tiny
 
         totals: dict[str, list[float]] = {name: [] for name in APPROACHES}

@@ -22,14 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from labutils.search import (
-    RANDOM_STATE,
-    combine_chunks,
-    fit_and_score,
-    fit_chunk_and_predict,
-    most_expensive_first,
-    validate_grid,
-)
+from labutils.search import RANDOM_STATE, fit_and_score, most_expensive_first, validate_grid
 from labutils.timing import Timer
 from labutils.tuning import (
     PAIR_KEY,
@@ -39,6 +32,10 @@ from labutils.tuning import (
     tune_table,
     validate_space,
 )
+from tools.lesson_code import load
+
+#: a floresta em blocos de árvores é escrita nas células da lição 02
+LESSON_02 = load("02_busca_hiperparametros")
 
 
 def run_loop(grid, data, n_jobs=None) -> list[tuple[int, int, float, float]]:
@@ -122,6 +119,8 @@ def remote_fns():
         X_train, y_train, X_test, y_test = data
         return fit_and_score(n_estimators, max_depth, X_train, y_train, X_test, y_test)
 
+    fit_chunk_and_predict = LESSON_02.fit_chunk_and_predict
+
     @ray.remote
     def fit_chunk(chunk, data):
         X_train, y_train, X_test, _ = data
@@ -144,7 +143,7 @@ def run_chunks(chunks, data, fit_chunk) -> list[tuple[int, int, float, float]]:
 
     data_ref = ray.put(data)
     parts = ray.get([fit_chunk.remote(c, data_ref) for c in chunks])
-    return combine_chunks(parts, data[3])
+    return LESSON_02.combine_chunks(parts, data[3])
 
 
 def grid_space(grid: Sequence[Any]) -> dict[str, Any]:

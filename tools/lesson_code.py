@@ -1,0 +1,41 @@
+"""O código que uma lição define nas suas células, para o ``make bench`` e os testes.
+
+Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que só define coisas
+(imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
+quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
+
+``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
+novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
+por valor, como envia as definidas no kernel do notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from functools import cache
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+MARK = "# @save"  # o ``#@save`` do d2l, como o ``ruff format`` o escreve
+
+
+def saved_cells(notebook: str | Path) -> list[str]:
+    """O código das células ``# @save`` de ``notebooks/<notebook>.ipynb`` (ou de um caminho)."""
+    path = Path(notebook) if Path(notebook).suffix == ".ipynb" else NOTEBOOKS / f"{notebook}.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return [s for s in sources if s.lstrip().startswith(MARK)]
+
+
+@cache
+def load(notebook: str) -> types.ModuleType:
+    """Um módulo com o que as células ``# @save`` da lição definem (carregado uma vez)."""
+    sources = saved_cells(notebook)
+    if not sources:
+        raise ValueError(f"notebooks/{notebook}.ipynb não tem células {MARK}.")
+    module = types.ModuleType(f"licao_{notebook}", f"As células {MARK} de {notebook}.ipynb.")
+    for number, source in enumerate(sources, 1):
+        code = compile(source, f"<{notebook}.ipynb, célula {MARK} nº {number}>", "exec")
+        exec(code, module.__dict__)  # noqa: S102 (é o código da própria lição)
+    return module
