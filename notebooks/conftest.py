@@ -7,7 +7,8 @@
   ``make test`` liga), cada notebook que tem células com a tag :data:`OPTIONAL_TAG` roda uma
   segunda vez, num kernel novo, **sem** essas células: como a turma que pula as seções
   opcionais. Os itens se chamam ``NOME.ipynb[sem opcionais]::Cell N``. Uma célula principal que
-  dependa de algo definido numa opcional falha aqui. (Essa passada substitui a de rodar o mesmo
+  dependa de algo definido numa opcional falha aqui. Os resultados desta passada vão para uma
+  pasta à parte (:class:`CoreOnlyNotebook`). (Essa passada substitui a de rodar o mesmo
   notebook duas vezes no mesmo kernel.) Exceto os de :data:`CORE_RUN_SKIPPED`, com o motivo.
 - **Uma execução só.** A lição 00 roda inteira no JupyterLab, no teste de navegador, e a solução
   da lição 07 roda inteira (exemplos e opcionais incluídos) no teste da correção
@@ -49,12 +50,29 @@ def core_cells(nb) -> list:
 
 
 class CoreOnlyNotebook(IPyNbFile):
-    """O mesmo notebook, num kernel novo, sem as células opcionais."""
+    """O mesmo notebook, num kernel novo, sem as células opcionais, gravando os resultados em
+    ``<resultados>/sem_opcionais/<notebook>``: com o pytest-xdist, esta passada pode rodar ao
+    mesmo tempo que a inteira, e as duas escreveriam nos mesmos arquivos (visto: as previsões do
+    Ray Data da lição 06 saíram em dobro)."""
 
     def collect(self):
         items = list(super().collect())  # lê self.nb e cria um item por célula de código
         kept = {id(c) for c in core_cells(self.nb)}
         yield from (item for item in items if id(item.cell) in kept)
+
+    def setup(self):
+        from labutils.config import RESULTS_DIR_ENV, results_dir
+
+        before = os.environ.get(RESULTS_DIR_ENV)
+        # o kernel (--nbval-current-env) herda o ambiente deste processo ao iniciar
+        os.environ[RESULTS_DIR_ENV] = str(results_dir() / "sem_opcionais" / self.path.stem)
+        try:
+            super().setup()
+        finally:
+            if before is None:
+                os.environ.pop(RESULTS_DIR_ENV, None)
+            else:
+                os.environ[RESULTS_DIR_ENV] = before
 
 
 def pytest_ignore_collect(collection_path, config):
