@@ -1,7 +1,7 @@
-"""Lição 06, o que não é o assunto dela (as tarefas, os atores, o ``ActorPool`` e o Ray Data
-estão nas células; o benchmark tem a sua cópia em ``tools.bench.inference_runs``): o modelo
-(carregar, em bytes), as imagens (arrays, Parquet), o limite de threads, a chamada de cada lote,
-a conferência das previsões e se um pool cabe nas CPUs. Os workers nunca chamam o tfds (o mock
+"""Lição 06, o que não é o assunto dela (a classificação de um lote, as tarefas, os atores, o
+``ActorPool`` e o Ray Data estão nas células; o benchmark tem a sua versão em
+``tools.bench.inference_runs``): o modelo (carregar, em bytes), as imagens (arrays, Parquet), o
+limite de threads, a conferência das previsões e se um pool cabe nas CPUs. Os workers nunca chamam o tfds (o mock
 só vale no processo que o ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
 """
 
@@ -125,10 +125,6 @@ def decode(column: Any) -> np.ndarray:
     return np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, *IMAGE_SHAPE)
 
 
-def batches(images: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    return [images[i : i + batch_size] for i in range(0, len(images), batch_size)]
-
-
 def configure_threads(threads: int) -> int:
     """Limita o TF deste processo a ``threads`` threads (0 = padrão; só antes da 1ª operação) e
     devolve o número em vigor. Desliga o TF32: nas GPUs que o têm, a confiança difere da
@@ -142,30 +138,6 @@ def configure_threads(threads: int) -> int:
     except RuntimeError:
         pass
     return tf.config.threading.get_intra_op_parallelism_threads() or len(os.sched_getaffinity(0))
-
-
-def top1(probs: Any) -> Preds:
-    """``(rótulos, confiança)``: a classe mais provável e a probabilidade que o modelo lhe deu."""
-    probs = np.asarray(probs)
-    labels = probs.argmax(axis=1).astype(np.int64)
-    return labels, probs[np.arange(len(labels)), labels].astype(np.float32)
-
-
-def predict_labels(model: Any, images: np.ndarray, batch_size: int) -> Preds:
-    """:func:`predict_batch` lote a lote: a mesma chamada dos atores, para a comparação ser justa
-    (o ``model.predict`` monta um pipeline de dados a cada chamada; converter para float lote a
-    lote evita uma cópia float de todas as imagens)."""
-    return join_predictions([predict_batch(model, b) for b in batches(images, batch_size)])
-
-
-def predict_batch(model: Any, images: np.ndarray) -> Preds:
-    """Um lote ``uint8``: normaliza, ``predict_on_batch`` e :func:`top1`."""
-    return top1(model.predict_on_batch(images.astype(np.float32) / 255.0))
-
-
-def join_predictions(parts: list[Preds]) -> Preds:
-    """Junta as previsões de vários lotes (na ordem dada) em ``(rótulos, confiança)``."""
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:

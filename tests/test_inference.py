@@ -14,6 +14,10 @@ import ray
 from labutils import inference, raytools
 from labutils.tf import create_model, save_lesson_model
 from tools.bench import inference_runs
+from tools.lesson_code import load
+
+#: classificar um lote: escrito numa célula # @save da lição 06
+predict_labels = load("06_inferencia_em_lote").predict_labels
 
 N_IMAGES = 96
 BATCH = 32
@@ -58,10 +62,10 @@ def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
     path = save_lesson_model(model, tmp_path / "m.keras")
     assert path.exists() and not list(tmp_path.glob(".*parcial*"))
     again = inference.model_from_bytes(path.read_bytes())
-    expected = inference.predict_labels(model, images, BATCH)
-    inference.check_same_labels(expected, inference.predict_labels(again, images, BATCH), "disco")
+    expected = predict_labels(model, images, BATCH)
+    inference.check_same_labels(expected, predict_labels(again, images, BATCH), "disco")
     copy = inference.model_from_bytes(inference.model_bytes(model))
-    inference.check_same_labels(expected, inference.predict_labels(copy, images, 7), "bytes")
+    inference.check_same_labels(expected, predict_labels(copy, images, 7), "bytes")
 
 
 def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, model):
@@ -90,7 +94,7 @@ def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
     Parquet."""
     import pyarrow.parquet as pq
 
-    expected = inference.predict_labels(model, images, BATCH)
+    expected = predict_labels(model, images, BATCH)
     predictor = inference_runs.Predictor(inference.model_bytes(model))
     inference.check_same_labels(expected, predictor.predict(images), "Predictor.predict")
     table = pq.read_table(inference.write_image_files(images, tmp_path, files=2)).sort_by("id")

@@ -23,16 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from labutils.inference import (
-    IMAGE_SHAPE,
-    Preds,
-    batches,
-    configure_threads,
-    decode,
-    model_from_bytes,
-    predict_batch,
-    predict_labels,
-)
+from labutils.inference import IMAGE_SHAPE, Preds, configure_threads, decode, model_from_bytes
+from tools.lesson_code import load
+
+#: classificar um lote (predict_batch e companhia) é escrito nas células da lição 06
+LESSON_06 = load("06_inferencia_em_lote")
+batches = LESSON_06.batches
+predict_batch = LESSON_06.predict_batch
+predict_labels = LESSON_06.predict_labels
 
 
 def predict_reloading(blob: bytes, images: np.ndarray, threads: int) -> tuple[Preds, float]:
