@@ -1,4 +1,4 @@
-"""Cluster Ray real: nó principal + workers via `ray start`, busca distribuída, painel, parada limpa.
+"""Cluster Ray real: nó principal + workers via `ray start`, token, painel, parada limpa.
 
 Os testes marcados `slow` sobem processos `ray start` de verdade nesta máquina e param só os
 que eles mesmos iniciaram (nunca `ray stop`, que derrubaria o Ray de outras sessões).
@@ -59,45 +59,9 @@ def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
 # ------------------------------------------------------------------ cluster real
 
 
-@pytest.mark.slow
-def test_search_runs_on_several_nodes(local_cluster):
-    import ray
-
-    from labutils import data, sizes
-    from labutils.search import fit_and_score
-
-    if ray.is_initialized():
-        ray.shutdown()
-    housing = data.load_california_housing()
-    from sklearn.model_selection import train_test_split
-
-    X_train, X_test, y_train, y_test = train_test_split(
-        housing.data, housing.target, test_size=0.2, random_state=42
-    )
-    try:
-        ray.init(address=local_cluster.address, log_to_driver=False)
-        assert cluster.wait_for_nodes(3, timeout=30) == 3
-
-        @ray.remote(num_cpus=1)
-        def train_on_cluster(n, d, X_train, y_train, X_test, y_test):
-            result = fit_and_score(n, d, X_train, y_train, X_test, y_test)
-            return (*result, ray.get_runtime_context().get_node_id())
-
-        refs = [ray.put(a) for a in (X_train, y_train, X_test, y_test)]
-        grid = sizes().grid
-        rows = ray.get([train_on_cluster.remote(n, d, *refs) for n, d in grid], timeout=120)
-        alive_ids = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
-    finally:
-        ray.shutdown()
-
-    used = {row[4] for row in rows}
-    assert len(used) >= 2, f"todas as tarefas rodaram no mesmo nó: {used}"
-    assert used <= alive_ids
-    assert [(r[0], r[1]) for r in rows] == list(grid)
-    # o cluster calcula o mesmo MSE que a máquina local (mesma semente)
-    n, d = grid[0]
-    local = fit_and_score(n, d, X_train, y_train, X_test, y_test)
-    assert rows[0][2] == pytest.approx(local[2])
+# As tarefas da busca espalhadas por vários nós, com o mesmo MSE que no driver, são conferidas
+# pelas asserções da própria lição 04 (num LocalCluster de 3 nós, em todo make test) e, em
+# máquinas separadas, por tests/test_classroom_machines.py.
 
 
 @pytest.mark.slow
