@@ -49,10 +49,13 @@ firewall:
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
 # suíte deixava as 2 CPUs ociosas 28–38% do tempo, esperando o Ray subir e os subprocessos.
+# --no-loadscope-reorder: os arquivos saem na ordem do conftest.py (os mais longos primeiro); sem
+# ele, o pytest-xdist os reordena pelo número de testes e os mais longos, com poucos testes,
+# ficavam para o fim, com o outro processo parado.
 TEST_WORKERS ?= 2
 test: setup lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest \
-		-n $(TEST_WORKERS) --dist loadfile --durations=20
+		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 # O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados
 # slow (clusters reais, o benchmark, treinos multi-worker). Tempos: docs/tempos_do_make_test.md.

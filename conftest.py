@@ -37,9 +37,10 @@ LONGEST = ("tests/test_grade.py", "tests/test_bench.py", "tests/test_classroom_m
 def pytest_collection_modifyitems(config, items):
     """Os mais longos primeiro: :data:`LONGEST`, depois os arquivos com testes ``slow`` e os
     notebooks, e os curtos no fim, cada arquivo em bloco e na sua ordem. Com o pytest-xdist
-    (``make test``: ``-n 2 --dist loadfile``), cada processo pega o arquivo seguinte quando acaba
-    o seu: os curtos no fim preenchem as sobras, em vez de um arquivo longo deixar um processo
-    sozinho no fim da suíte."""
+    (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``; sem a última opção, ele
+    reordena os arquivos pelo número de testes), cada processo pega o arquivo seguinte quando
+    acaba o seu: os curtos no fim preenchem as sobras, em vez de um arquivo longo deixar um
+    processo sozinho no fim da suíte."""
     heavy = {
         item.path
         for item in items
