@@ -30,12 +30,14 @@ def saved_cells(notebook: str | Path) -> list[str]:
 
 @cache
 def load(notebook: str) -> types.ModuleType:
-    """Um módulo com o que as células ``# @save`` da lição definem (carregado uma vez)."""
+    """Um módulo com o que as células ``# @save`` da lição definem (carregado uma vez);
+    ``notebook`` como em :func:`saved_cells`."""
     sources = saved_cells(notebook)
     if not sources:
-        raise ValueError(f"notebooks/{notebook}.ipynb não tem células {MARK}.")
-    module = types.ModuleType(f"licao_{notebook}", f"As células {MARK} de {notebook}.ipynb.")
+        raise ValueError(f"O notebook {notebook} não tem células {MARK}.")
+    name = Path(notebook).stem
+    module = types.ModuleType(f"licao_{name}", f"As células {MARK} de {name}.ipynb.")
     for number, source in enumerate(sources, 1):
-        code = compile(source, f"<{notebook}.ipynb, célula {MARK} nº {number}>", "exec")
+        code = compile(source, f"<{name}.ipynb, célula {MARK} nº {number}>", "exec")
         exec(code, module.__dict__)  # noqa: S102 (é o código da própria lição)
     return module

@@ -1,0 +1,48 @@
+"""``tools/lesson_code.py``: o código das células ``# @save`` de uma lição, fora do notebook."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from ray import cloudpickle  # o que o Ray usa para enviar funções aos workers
+
+from tools import lesson_code
+
+
+def test_the_saved_cells_of_lesson_02_define_the_forest_in_blocks():
+    sources = lesson_code.saved_cells("02_busca_hiperparametros")
+    assert sources and all(s.startswith(lesson_code.MARK) for s in sources)
+    lesson = lesson_code.load("02_busca_hiperparametros")
+    assert lesson.split_trees(10, 3) == [(0, 4), (4, 3), (7, 3)]
+    assert lesson.Chunk(5, 3, 0, 5).n_trees == 5
+
+
+def test_functions_travel_by_value_to_a_process_that_never_read_the_notebook():
+    """Como o Ray as envia aos workers: o módulo não está em ``sys.modules``, então o cloudpickle
+    leva o código junto (por referência, o worker tentaria importar um módulo que não existe)."""
+    split_trees = lesson_code.load("02_busca_hiperparametros").split_trees
+    assert split_trees.__module__ not in sys.modules
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())(7, 2))",
+        ],
+        input=cloudpickle.dumps(split_trees),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert done.stdout.decode().strip() == "[(0, 4), (4, 3)]"
+
+
+def test_a_notebook_without_saved_cells_says_so(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    path = tmp_path / "sem_save.ipynb"
+    nbformat.write(nb, path)
+    assert lesson_code.saved_cells(path) == []
+    with pytest.raises(ValueError, match="não tem células # @save"):
+        lesson_code.load(str(path))
