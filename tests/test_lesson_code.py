@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import nbformat
 import pytest
+from processes import run_python
 from ray import cloudpickle  # o que o Ray usa para enviar funções aos workers
 
 from tools import lesson_code
@@ -20,23 +20,19 @@ def test_the_saved_cells_of_lesson_02_define_the_forest_in_blocks():
     assert lesson.Chunk(5, 3, 0, 5).n_trees == 5
 
 
-def test_functions_travel_by_value_to_a_process_that_never_read_the_notebook():
+def test_functions_travel_by_value_to_a_process_that_never_read_the_notebook(tmp_path):
     """Como o Ray as envia aos workers: o módulo não está em ``sys.modules``, então o cloudpickle
     leva o código junto (por referência, o worker tentaria importar um módulo que não existe)."""
     split_trees = lesson_code.load("02_busca_hiperparametros").split_trees
     assert split_trees.__module__ not in sys.modules
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())(7, 2))",
-        ],
-        input=cloudpickle.dumps(split_trees),
-        capture_output=True,
+    pickled = tmp_path / "split_trees.pkl"
+    pickled.write_bytes(cloudpickle.dumps(split_trees))
+    done = run_python(
+        f"import pickle; print(pickle.loads(open({str(pickled)!r}, 'rb').read())(7, 2))",
         timeout=60,
     )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    assert done.stdout.decode().strip() == "[(0, 4), (4, 3)]"
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[(0, 4), (4, 3)]"
 
 
 def test_a_notebook_without_saved_cells_says_so(tmp_path):
