@@ -5,9 +5,9 @@ Os testes rodam na escala ``smoke`` (dados locais, tamanhos mínimos), a menos q
 também aos kernels que executam os notebooks.
 
 No fim da sessão, a sessão falha se ficou vivo algum processo do Ray **iniciado por ela** — e
-só esses são encerrados. "Iniciado por ela" quer dizer: descendente deste pytest, ou com a
+só esses são encerrados. "Iniciado por ela" quer dizer: descendente deste pytest, com a
 marca :data:`processes.SESSION_MARK` no ambiente (todo processo filho a herda, inclusive os do
-Ray que um ``ray start`` deixa órfãos). O Ray de outra pessoa na mesma máquina nunca é tocado.
+Ray que um ``ray start`` deixa órfãos) ou visto descendente ao fim de algum teste (:data:`SEEN`). O Ray de outra pessoa na mesma máquina nunca é tocado.
 Desligue a verificação com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``. Como achar e encerrar esses
 processos está em ``tests/processes.py`` (no ``sys.path`` pelo ``pythonpath`` do pytest).
 """
@@ -73,6 +73,17 @@ def pytest_configure(config):
     os.environ[processes.SESSION_MARK] = secrets.token_hex(8)
 
 
+#: os descendentes desta sessão vistos ao fim de cada teste (PID → hora de criação): um órfão que
+#: o Ray renomeou (setproctitle) não mostra mais a marca no ambiente, e só assim é reconhecido
+#: (visto: um ``ray-dashboard-NodeHead-0`` sobreviveu 1 h 28 min a uma sessão)
+SEEN: dict[int, float] = {}
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _check_enabled():
+        processes.remember_descendants(SEEN)
+
+
 #: o que cada processo do pytest-xdist (``make test``: ``-n 2``) achou deixado para trás
 WORKER_LEFTOVERS = pytest.StashKey[list[str]]()
 
@@ -104,7 +115,7 @@ def _check_leftovers() -> str:
     linha; vazio se nenhum."""
     if not _check_enabled():
         return ""
-    left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S)
+    left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S, SEEN)
     processes.kill_pids(left)
     return "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
 

@@ -116,11 +116,25 @@ def kill_tree(proc: subprocess.Popen | psutil.Process, timeout: float = 30) -> N
 SESSION_MARK = "LABUTILS_PYTEST_SESSION"
 
 
-def session_pids(mark: str) -> set[int]:
-    """Processos vivos da sessão ``mark``: descendentes deste processo ou com
-    ``SESSION_MARK=mark`` no ambiente, só deste usuário. Zumbis não contam."""
+def remember_descendants(seen: dict[int, float]) -> None:
+    """Anota em ``seen`` (PID → hora de criação) os descendentes deste processo agora."""
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(psutil.Error):
+            seen[pid] = psutil.Process(pid).create_time()
+
+
+def session_pids(mark: str, seen: Mapping[int, float] | None = None) -> set[int]:
+    """Processos vivos da sessão ``mark``: descendentes deste processo, com
+    ``SESSION_MARK=mark`` no ambiente, ou vistos descendentes antes (``seen``, de
+    :func:`remember_descendants`; a hora de criação afasta um PID reaproveitado), só deste
+    usuário. Zumbis não contam. O ``seen`` pega o órfão que esconde o ambiente: o Ray renomeia
+    processos (setproctitle), e o ambiente de um processo renomeado não se lê mais em /proc."""
     root = os.getpid()
     found = descendants(root)
+    for pid, created in (seen or {}).items():
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).create_time() == created:
+                found.add(pid)
     for proc in psutil.process_iter(["pid", "uids"]):
         if proc.pid in found or proc.pid == root:
             continue
@@ -145,14 +159,16 @@ def ray_like(proc: psutil.Process) -> bool:
     return "/ray/" in cmdline or " ray start" in f" {cmdline}" or "/bin/ray " in cmdline
 
 
-def ray_leftovers(mark: str, grace: float) -> dict[int, str]:
-    """Processos do Ray da sessão ``mark`` que continuam vivos depois de ``grace`` segundos
-    (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``):
-    ``{pid: linha de comando}``."""
+def ray_leftovers(
+    mark: str, grace: float, seen: Mapping[int, float] | None = None
+) -> dict[int, str]:
+    """Processos do Ray da sessão ``mark`` (e ``seen``, como em :func:`session_pids`) que
+    continuam vivos depois de ``grace`` segundos (o Ray leva alguns segundos para encerrar os
+    seus no ``ray.shutdown()``): ``{pid: linha de comando}``."""
     deadline = time.monotonic() + grace
     while True:
         left = {}
-        for pid in session_pids(mark):
+        for pid in session_pids(mark, seen):
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if ray_like(proc):

@@ -88,6 +88,57 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet, work
         kill_pids({leaked})
 
 
+HIDDEN_LEAK_TEST = textwrap.dedent(
+    f"""
+    import os
+    import subprocess
+    import time
+    from pathlib import Path
+
+    def test_leaves_a_ray_process_that_hides_the_session_mark():
+        fake = Path(__file__).with_name("raylet")
+        # sem a marca no ambiente (como um processo que o Ray renomeou com setproctitle) e neto
+        # deste pytest enquanto o `sh` vive: fica órfão só depois que este teste termina
+        env = {{k: v for k, v in os.environ.items() if k != {SESSION_MARK!r}}}
+        cmd = f"{{fake}} 120 >/dev/null 2>&1 & echo $! > {{fake}}.pid; sleep 1"
+        subprocess.Popen(["sh", "-c", cmd], env=env)
+        pid_file = Path(f"{{fake}}.pid")
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            time.sleep(0.05)
+
+    def test_while_the_sh_exits():
+        time.sleep(3)
+    """
+)
+
+
+def test_an_orphan_that_hides_the_mark_is_found_because_it_was_seen_as_a_descendant(tmp_path):
+    """O caso do ``ray-dashboard-NodeHead-0`` que sobreviveu a uma sessão: descendente durante um
+    teste, órfão e sem a marca legível no fim."""
+    inner = tmp_path / "sessao"
+    _fake_raylet(inner)
+    conftest = (ROOT / "conftest.py").read_text(encoding="utf-8")
+    (inner / "conftest.py").write_text(conftest.replace("= 15.0", "= 1.0"), encoding="utf-8")
+    (inner / "test_leak.py").write_text(HIDDEN_LEAK_TEST, encoding="utf-8")
+    tests = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1", "PYTHONPATH": tests}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", "."],
+        cwd=inner,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    leaked = int((inner / "raylet.pid").read_text())
+    try:
+        assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"{leaked}:" in proc.stdout, proc.stdout[-2000:]
+        assert not system.alive({leaked}), "o órfão sem a marca continua vivo"
+    finally:
+        kill_pids({leaked})
+
+
 # ---------------------------------------------------------------- nenhum teste trava a suíte
 
 
