@@ -7,9 +7,10 @@ também aos kernels que executam os notebooks.
 No fim da sessão, a sessão falha se ficou vivo algum processo do Ray **iniciado por ela** — e
 só esses são encerrados. "Iniciado por ela" quer dizer: descendente deste pytest, com a
 marca :data:`processes.SESSION_MARK` no ambiente (todo processo filho a herda, inclusive os do
-Ray que um ``ray start`` deixa órfãos) ou visto descendente ao fim de algum teste (:data:`SEEN`). O Ray de outra pessoa na mesma máquina nunca é tocado.
-Desligue a verificação com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``. Como achar e encerrar esses
-processos está em ``tests/processes.py`` (no ``sys.path`` pelo ``pythonpath`` do pytest).
+Ray que um ``ray start`` deixa órfãos) ou visto descendente ao fim de algum teste
+(:data:`SEEN`). O Ray de outra pessoa na mesma máquina nunca é tocado. Desligue a verificação
+com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``. Como achar e encerrar esses processos está em
+``tests/processes.py`` (no ``sys.path`` pelo ``pythonpath`` do pytest).
 """
 
 import os
