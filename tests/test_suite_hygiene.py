@@ -52,16 +52,18 @@ def foreign_raylet(tmp_path):
     system.kill_group(proc, grace=0)
 
 
-# com -n 2 (como no make test), quem acha o processo é um dos processos do pytest-xdist, e o
-# principal é quem tem de falhar a sessão
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["um processo", "pytest-xdist"])
-def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet, workers):
+def _leaky_session(
+    tmp_path: Path, test_code: str, workers: list[str]
+) -> tuple[subprocess.CompletedProcess, int]:
+    """Roda ``test_code`` (que deixa um "raylet" e grava o PID em ``raylet.pid``) numa sessão
+    do pytest interna com uma cópia do ``conftest.py`` da raiz (espera de 1 s, não 15 s);
+    devolve a sessão terminada e o PID deixado."""
     inner = tmp_path / "sessao"
     _fake_raylet(inner)
     conftest = (ROOT / "conftest.py").read_text(encoding="utf-8")
     assert "LEFTOVER_GRACE_S = 15.0" in conftest
     (inner / "conftest.py").write_text(conftest.replace("= 15.0", "= 1.0"), encoding="utf-8")
-    (inner / "test_leak.py").write_text(LEAKY_TEST, encoding="utf-8")
+    (inner / "test_leak.py").write_text(test_code, encoding="utf-8")
     # a cópia do conftest importa tests/processes.py (fora dela, o pythonpath do pyproject.toml)
     tests = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1", "PYTHONPATH": tests}
@@ -76,7 +78,14 @@ def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet, work
         text=True,
         timeout=120,
     )
-    leaked = int((inner / "raylet.pid").read_text())
+    return proc, int((inner / "raylet.pid").read_text())
+
+
+# com -n 2 (como no make test), quem acha o processo é um dos processos do pytest-xdist, e o
+# principal é quem tem de falhar a sessão
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["um processo", "pytest-xdist"])
+def test_session_fails_and_kills_only_its_own_ray(tmp_path, foreign_raylet, workers):
+    proc, leaked = _leaky_session(tmp_path, LEAKY_TEST, workers)
     try:
         assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert "processos do Ray deixados pelos testes" in proc.stdout
@@ -115,22 +124,7 @@ HIDDEN_LEAK_TEST = textwrap.dedent(
 def test_an_orphan_that_hides_the_mark_is_found_because_it_was_seen_as_a_descendant(tmp_path):
     """O caso do ``ray-dashboard-NodeHead-0`` que sobreviveu a uma sessão: descendente durante um
     teste, órfão e sem a marca legível no fim."""
-    inner = tmp_path / "sessao"
-    _fake_raylet(inner)
-    conftest = (ROOT / "conftest.py").read_text(encoding="utf-8")
-    (inner / "conftest.py").write_text(conftest.replace("= 15.0", "= 1.0"), encoding="utf-8")
-    (inner / "test_leak.py").write_text(HIDDEN_LEAK_TEST, encoding="utf-8")
-    tests = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "LABUTILS_CHECK_RAY_LEFTOVERS": "1", "PYTHONPATH": tests}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:nbval", "."],
-        cwd=inner,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    leaked = int((inner / "raylet.pid").read_text())
+    proc, leaked = _leaky_session(tmp_path, HIDDEN_LEAK_TEST, [])
     try:
         assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert f"{leaked}:" in proc.stdout, proc.stdout[-2000:]
