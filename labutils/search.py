@@ -141,16 +141,16 @@ def transfer_sizes(scale: str | None = None) -> TransferSizes:
 
 # ---------------------------------------------------------------- o treino
 def fit_and_score(
-    n_estimators: int,
-    max_depth: int,
-    X_train: Any,
-    y_train: Any,
-    X_test: Any,
-    y_test: Any,
-    random_state: int = RANDOM_STATE,
+    n_estimators,
+    max_depth,
+    X_train,
+    y_train,
+    X_test,
+    y_test,
+    random_state=RANDOM_STATE,
     *,
-    n_jobs: int | None = None,
-) -> tuple[int, int, float, float]:
+    n_jobs=None,
+):
     """Treina uma ``RandomForestRegressor`` e devolve ``(n_estimators, max_depth, mse, segundos)``.
 
     O MSE é medido em ``(X_test, y_test)``: numa busca, passe a **validação**. ``segundos``

@@ -1,6 +1,10 @@
 """TensorFlow das lições 05 a 07: dispositivos, o pipeline ``tf.data`` do CIFAR-100, a CNN e as
 medidas do treino (os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`).
 
+O pipeline (``normalize_images``, ``global_batch_size``, ``get_data``) e o modelo
+(``create_model``) são escritos nas células ``# @save`` da lição 05, que os ensina; aqui fica a
+cópia que as lições 06 e 07 usam, e um teste (``tools/lesson_code.py``) confere que é a mesma.
+
 Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos: ``setup_devices``
 ainda pode dividi-los. Na lição 07, ``multiworker.use_legacy_keras()`` roda antes deste import, e
 ``tf.keras`` é então o tf-keras.

@@ -42,3 +42,27 @@ def test_a_notebook_without_saved_cells_says_so(tmp_path):
     assert lesson_code.saved_cells(path) == []
     with pytest.raises(ValueError, match="não tem células # @save"):
         lesson_code.load(str(path))
+
+
+@pytest.mark.parametrize(("notebook", "module"), lesson_code.COPIES.items())
+def test_the_copy_in_labutils_matches_the_saved_cells_of_the_lesson(notebook, module):
+    """As lições seguintes usam a cópia do ``labutils``: ela é a mesma que o aluno leu."""
+    assert lesson_code.copy_mismatches(notebook, module) == []
+
+
+def test_a_copy_that_drifted_from_the_lesson_is_named(tmp_path):
+    cell = "# @save\nLIMIT = 3\n\n\ndef twice(x):\n    return 2 * x\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    lesson = tmp_path / "licao.ipynb"
+    nbformat.write(nb, lesson)
+    module = tmp_path / "copia.py"
+    module.write_text("import os\n\n\ndef twice(x):\n    return 2 * x\n")
+    assert lesson_code.copy_mismatches(str(lesson), module) == []
+    module.write_text("LIMIT = 4\n\n\ndef twice(x):\n    return 2 * x\n")
+    assert lesson_code.copy_mismatches(str(lesson), module) == [
+        f"LIMIT: a célula de {lesson} e {module} diferem"
+    ]
+    module.write_text("OTHER = 1\n")
+    assert lesson_code.copy_mismatches(str(lesson), module) == [
+        f"{module} não copia nada das células # @save de {lesson}"
+    ]

@@ -4,6 +4,10 @@ Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que
 (imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
 quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
 
+A exceção é o que as lições seguintes usam (o pipeline e o modelo da lição 05, nos workers das
+lições 06 e 07): como o pacote do d2l, o ``labutils`` guarda uma cópia, e :func:`copy_mismatches`
+aponta cada definição que se afastou da célula (um teste a chama).
+
 ``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
 novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
 por valor, como envia as definidas no kernel do notebook.
@@ -11,6 +15,7 @@ por valor, como envia as definidas no kernel do notebook.
 
 from __future__ import annotations
 
+import ast
 import json
 import types
 from functools import cache
@@ -41,3 +46,41 @@ def load(notebook: str) -> types.ModuleType:
         code = compile(source, f"<{name}.ipynb, célula {MARK} nº {number}>", "exec")
         exec(code, module.__dict__)  # noqa: S102 (é o código da própria lição)
     return module
+
+
+#: as lições de que o ``labutils`` copia definições ``# @save``, e o arquivo da cópia
+COPIES = {
+    "02_busca_hiperparametros": "labutils/search.py",
+    "05_tensorflow_mirrored": "labutils/tf.py",
+}
+
+
+def _definitions(source: str) -> dict[str, str]:
+    """Nome → código de cada função, classe e constante de ``source`` (os imports não contam)."""
+    tree = ast.parse(source)
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            found[node.name] = ast.get_source_segment(source, node)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = ast.get_source_segment(source, node)
+    return found
+
+
+def copy_mismatches(notebook: str, module: str | Path) -> list[str]:
+    """Cada definição das células ``# @save`` de ``notebook`` que ``module`` (um ``.py``) também
+    tem deve ser igual, letra por letra: uma frase por diferença; vazia se as cópias batem."""
+    path = Path(module)
+    if not path.is_absolute():
+        path = NOTEBOOKS.parent / path
+    copy = _definitions(path.read_text(encoding="utf-8"))
+    lesson = {}
+    for source in saved_cells(notebook):
+        lesson.update(_definitions(source))
+    if not lesson.keys() & copy.keys():
+        return [f"{module} não copia nada das células {MARK} de {notebook}"]
+    return [
+        f"{name}: a célula de {notebook} e {module} diferem"
+        for name, code in lesson.items()
+        if name in copy and copy[name] != code
+    ]
