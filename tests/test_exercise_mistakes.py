@@ -229,13 +229,16 @@ def _first_failure(ns: dict) -> tuple[str, checks.CheckFailed]:
     raise AssertionError("nenhuma verificação rápida falhou")
 
 
-@pytest.mark.slow  # a verificação da função de treino sobe 2 processos (fora do make test-fast)
 @pytest.mark.timeout(120)
-def test_the_untouched_solution_passes_every_check(capsys):
+def test_the_untouched_solution_passes_every_check_that_runs_in_this_process(capsys):
+    """O controle dos erros abaixo. A verificação da função de treino (TODO 3, 2 processos) da
+    solução intacta roda na correção da solução inteira (``tests/test_grade.py``), que confere
+    todas as verificações: repeti-la aqui custava ~20 s do ``make test``."""
     ns = _solution()
     for check in FAST_CHECKS.values():
-        check(ns)
-    assert capsys.readouterr().out.count("✅") == len(FAST_CHECKS) + 1  # trainer: 2 linhas
+        if check is not _check_loop:
+            check(ns)
+    assert capsys.readouterr().out.count("✅") == len(FAST_CHECKS)  # trainer: 2 linhas
 
 
 @pytest.mark.slow
