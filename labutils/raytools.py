@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from labutils import system
-from labutils.config import forwarded_env, ray_address
+from labutils.config import forwarded_env, ray_address, ray_auth_mode
 from labutils.system import CONNECT_TIMEOUT_S
 
 
@@ -26,7 +26,8 @@ def init_ray(
     ``address``: ``IP:PORTA`` de um cluster; sem ele, ``RAY_ADDRESS`` e, na falta dela, um Ray
     local (o único caso em que ``num_cpus`` e ``object_store_mb`` valem). ``runtime_env`` é
     mesclado com :func:`labutils.config.forwarded_env`. Rodar de novo reaproveita a sessão, e
-    ``quiet`` esconde os logs dos workers.
+    ``quiet`` esconde os logs dos workers. Com um endereço, confere antes, em segundos, que o nó
+    principal atende e que aceita o token desta máquina.
     """
     address = address or ray_address()
     if address and num_cpus is not None:
@@ -46,6 +47,10 @@ def init_ray(
         return ray.get_runtime_context()
     if address:
         check_reachable(address)
+        if ray_auth_mode() == "token":  # sem isto, um token errado custa ~20 s e um traceback
+            from labutils.cluster.base import check_token_accepted, ensure_auth_token
+
+            check_token_accepted(address, ensure_auth_token(generate=False))
     import ray
 
     env = dict(runtime_env or {})

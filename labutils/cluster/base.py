@@ -134,6 +134,22 @@ def ensure_auth_token(*, generate: bool = True) -> str:
     return str(path)
 
 
+def check_token_accepted(address: str, source: str) -> None:
+    """``ConnectionError`` em ~1 s se o nó principal em ``address`` recusa o token desta máquina
+    (``source`` diz de onde ele vem). O ``ray start`` e o ``ray.init`` só desistem depois de
+    ~20 s de tentativas, com um traceback de dentro do Ray; o ``ray status --address`` recusa na
+    hora."""
+    cmd = [ray_executable(), "status", f"--address={address}"]
+    probe = system.run(cmd, timeout=30, env=config.ray_env(), check=False)
+    out = probe.stdout + probe.stderr
+    if probe.returncode != 0 and ("InvalidAuthToken" in out or "AuthenticationError" in out):
+        raise ConnectionError(
+            f"O nó principal em {address} recusou o token desta máquina ({source}): ele não é "
+            "o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
+            "instrutor (ou corrija RAY_AUTH_TOKEN) e tente de novo."
+        )
+
+
 def auth_token() -> str:
     """O token que este processo usaria. É um segredo: não o imprima nem o salve num notebook."""
     token = config.token_from_env()

@@ -14,6 +14,7 @@ from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
     ClusterError,
+    check_token_accepted,
     ensure_auth_token,
     ray_executable,
     require_free_port,
@@ -184,20 +185,7 @@ def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60)
     """
     split_address(head_address)
     check_reachable(head_address)
-    source = ensure_auth_token(generate=False)
-    probe = run_ray(
-        [ray_executable(), "status", f"--address={head_address}"],
-        timeout=30,
-        show_output=False,
-        check=False,
-    )
-    out = probe.stdout + probe.stderr
-    if probe.returncode != 0 and ("InvalidAuthToken" in out or "AuthenticationError" in out):
-        raise ClusterError(
-            f"O nó principal em {head_address} recusou o token desta máquina ({source}): ele "
-            "não é o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
-            "instrutor (ou corrija RAY_AUTH_TOKEN) e rode o mesmo comando."
-        )
+    check_token_accepted(head_address, ensure_auth_token(generate=False))
     cmd = [ray_executable(), "start", f"--address={head_address}", *port_flags(head=False)]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={num_cpus}")
