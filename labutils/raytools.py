@@ -4,11 +4,13 @@ um cluster antes (:func:`check_reachable`) e ver os nós vivos (:func:`alive_nod
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from labutils import system
-from labutils.config import forwarded_env, ray_address, ray_auth_mode
+from labutils.config import forwarded_env, ray_address, ray_auth_mode, ray_env, token_source
 from labutils.system import CONNECT_TIMEOUT_S
 
 
@@ -47,10 +49,8 @@ def init_ray(
         return ray.get_runtime_context()
     if address:
         check_reachable(address)
-        if ray_auth_mode() == "token":  # sem isto, um token errado custa ~20 s e um traceback
-            from labutils.cluster.base import check_token_accepted, ensure_auth_token
-
-            check_token_accepted(address, ensure_auth_token(generate=False))
+        if ray_auth_mode() == "token":
+            check_token_accepted(address)
     import ray
 
     env = dict(runtime_env or {})
@@ -97,6 +97,33 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             "nó principal está no ar (`ray start --head` na máquina do instrutor), se o IP:PORTA "
             "é o que ele imprimiu (ou o de RAY_ADDRESS) e se o firewall não bloqueia a porta."
         ) from err
+
+
+def ray_executable() -> str:
+    """O executável ``ray`` do mesmo ambiente Python deste processo."""
+    candidate = Path(sys.executable).with_name("ray")
+    return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
+
+
+def check_token_accepted(address: str) -> None:
+    """``ConnectionError`` em ~1 s se o nó principal em ``address`` recusa o token desta máquina
+    (ou a falta dele). O ``ray start`` e o ``ray.init`` só desistem depois de ~20 s de
+    tentativas, com um traceback de dentro do Ray; o ``ray status --address`` recusa na hora."""
+    cmd = [ray_executable(), "status", f"--address={address}"]
+    probe = system.run(cmd, timeout=30, env=ray_env(), check=False)
+    out = probe.stdout + probe.stderr
+    if probe.returncode == 0 or not ("InvalidAuthToken" in out or "AuthenticationError" in out):
+        return
+    kind, path = token_source()
+    if kind == "env":
+        source = "a variável RAY_AUTH_TOKEN"
+    else:
+        source = str(path) if path.is_file() else f"nenhum: {path} não existe"
+    raise ConnectionError(
+        f"O nó principal em {address} recusou o token desta máquina ({source}): ele não é o "
+        "do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do instrutor "
+        "(ou corrija RAY_AUTH_TOKEN) e tente de novo."
+    )
 
 
 def alive_nodes() -> list[dict[str, Any]]:

@@ -184,7 +184,7 @@ def test_a_driver_with_the_wrong_token_is_refused_fast_in_portuguese(running):
     out = done.stdout + done.stderr
     print(f"token errado: recusado em {elapsed:.1f} s (código {done.returncode})")
     assert done.returncode != 0 and "CONECTOU" not in out, out[-2000:]
-    assert "recusou o token desta máquina (variável RAY_AUTH_TOKEN)" in out, out[-2000:]
+    assert "recusou o token desta máquina (a variável RAY_AUTH_TOKEN)" in out, out[-2000:]
     assert "gcs_client" not in out, "o ray.init chegou a tentar conectar"
     assert elapsed < 15, f"o token errado levou {elapsed:.1f} s para ser recusado"
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import ctypes
 import shlex
-import shutil
 import signal
 import stat
 import sys
 import time
-from pathlib import Path
 
 from labutils import config, system
-from labutils.raytools import alive_nodes
+from labutils.raytools import alive_nodes, ray_executable
 
 DEFAULT_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265
@@ -21,12 +19,6 @@ DEFAULT_DASHBOARD_PORT = 8265
 
 class ClusterError(RuntimeError):
     """Erro de configuração ou de conexão do cluster, com mensagem em português."""
-
-
-def ray_executable() -> str:
-    """O executável ``ray`` do mesmo ambiente Python deste processo."""
-    candidate = Path(sys.executable).with_name("ray")
-    return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
 
 
 def run_ray(cmd: list[str], *, timeout: float, show_output: bool = True, **run):
@@ -132,22 +124,6 @@ def ensure_auth_token(*, generate: bool = True) -> str:
                 f"{mode:o}) e não consegui mudá-la ({err.strerror or err}). Rode `chmod 600 {path}`."
             ) from err
     return str(path)
-
-
-def check_token_accepted(address: str, source: str) -> None:
-    """``ConnectionError`` em ~1 s se o nó principal em ``address`` recusa o token desta máquina
-    (``source`` diz de onde ele vem). O ``ray start`` e o ``ray.init`` só desistem depois de
-    ~20 s de tentativas, com um traceback de dentro do Ray; o ``ray status --address`` recusa na
-    hora."""
-    cmd = [ray_executable(), "status", f"--address={address}"]
-    probe = system.run(cmd, timeout=30, env=config.ray_env(), check=False)
-    out = probe.stdout + probe.stderr
-    if probe.returncode != 0 and ("InvalidAuthToken" in out or "AuthenticationError" in out):
-        raise ConnectionError(
-            f"O nó principal em {address} recusou o token desta máquina ({source}): ele não é "
-            "o do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do "
-            "instrutor (ou corrija RAY_AUTH_TOKEN) e tente de novo."
-        )
 
 
 def auth_token() -> str:

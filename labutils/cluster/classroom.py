@@ -14,14 +14,12 @@ from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
     ClusterError,
-    check_token_accepted,
     ensure_auth_token,
-    ray_executable,
     require_free_port,
     run_ray,
     split_address,
 )
-from labutils.raytools import check_reachable
+from labutils.raytools import check_reachable, check_token_accepted, ray_executable
 from labutils.system import LOCALHOST
 
 
@@ -185,7 +183,8 @@ def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60)
     """
     split_address(head_address)
     check_reachable(head_address)
-    check_token_accepted(head_address, ensure_auth_token(generate=False))
+    ensure_auth_token(generate=False)  # sem token: diz na hora onde buscá-lo
+    check_token_accepted(head_address)
     cmd = [ray_executable(), "start", f"--address={head_address}", *port_flags(head=False)]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={num_cpus}")

@@ -25,10 +25,10 @@ from labutils.cluster.base import (
     ClusterError,
     die_with_parent,
     ensure_auth_token,
-    ray_executable,
     require_free_port,
 )
 from labutils.cluster.classroom import head_command
+from labutils.raytools import ray_executable
 from labutils.system import LOCALHOST
 
 #: portas de worker (uma por processo de tarefa/ator) reservadas para cada nó local
