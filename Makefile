@@ -13,12 +13,15 @@ SCALE  ?= full
 help:
 	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
 
-# O ambiente é refeito quando pyproject.toml muda (versões fixadas lá).
+# O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). O pip compila os .py que
+# instala um a um, num núcleo só; o compileall usa todos os núcleos (docs/tempos_do_make_test.md).
+# Um arquivo que não compile não impede nada: o Python o compila ao importar.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Preciso de Python 3.11 ($(PYTHON)). Ex.: make lab PYTHON=python3"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-compile -e ".[test]"
+	$(PY) -m compileall -q -j 0 $(VENV)/lib || echo "Aviso: o compileall não compilou algum arquivo (o Python o compila ao importar)."
 	touch $(STAMP)
 
 setup: $(STAMP)
