@@ -140,6 +140,7 @@ def transfer_sizes(scale: str | None = None) -> TransferSizes:
 
 
 # ---------------------------------------------------------------- o treino
+# A cópia da célula ``# @save`` da lição 02, que o aluno lê (``tools/lesson_code.COPIES``).
 def fit_and_score(
     n_estimators,
     max_depth,

@@ -4,9 +4,10 @@ Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que
 (imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
 quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
 
-A exceção é o que as lições seguintes usam (o pipeline e o modelo da lição 05, nos workers das
-lições 06 e 07): como o pacote do d2l, o ``labutils`` guarda uma cópia, e :func:`copy_mismatches`
-aponta cada definição que se afastou da célula (um teste a chama).
+A exceção é o que as lições seguintes usam (o treino de uma configuração da lição 02, nas 03 e
+04; o pipeline e o modelo da lição 05, nos workers das 06 e 07): como o pacote do d2l, o
+``labutils`` guarda uma cópia (:data:`COPIES`), e :func:`copy_mismatches` aponta cada definição
+que se afastou da célula (um teste a chama).
 
 ``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
 novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
