@@ -1,8 +1,9 @@
 """Lição 06, o que não é o assunto dela (a classificação de um lote, as tarefas, os atores, o
 ``ActorPool`` e o Ray Data estão nas células; o benchmark tem a sua versão em
 ``tools.bench.inference_runs``): o modelo (carregar, em bytes), as imagens (arrays, Parquet), o
-limite de threads, a conferência das previsões e se um pool cabe nas CPUs. Os workers nunca chamam o tfds (o mock
-só vale no processo que o ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
+limite de threads, a conferência das previsões e se um pool cabe nas CPUs. Os workers nunca
+chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em bytes e as imagens em
+arrays ou Parquet.
 """
 
 from __future__ import annotations
