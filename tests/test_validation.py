@@ -402,13 +402,6 @@ CASES = [
         "recebi -1",
     ),
     (
-        "cluster.autoscaler.autoscaling_demo",
-        "máximo de workers zero",
-        lambda: m("cluster.autoscaler").autoscaling_demo(max_workers=0),
-        ValueError,
-        "recebi 0",
-    ),
-    (
         "cluster.wait_for_nodes",
         "zero nós",
         lambda: cluster.wait_for_nodes(0),
