@@ -21,18 +21,6 @@ FOREST_KEYS = ("n_estimators", "max_depth")
 
 
 # ---------------------------------------------------------------- o espaço de busca
-def range_space(grid: Sequence[Any]) -> dict[str, Any]:
-    """Faixas inteiras que cobrem a grade, para um algoritmo de busca (Optuna) escolher os pontos
-    (``tune.randint`` exclui o limite superior: daí o ``+ 1``)."""
-    from ray import tune
-
-    pairs = validate_grid(grid)
-    return {
-        key: tune.randint(min(p[i] for p in pairs), max(p[i] for p in pairs) + 1)
-        for i, key in enumerate(FOREST_KEYS)
-    }
-
-
 def _possible_values(key: str, spec: Any) -> list[Any]:
     """Os valores que um item do espaço pode assumir (os extremos, num ``randint``)."""
     from ray.tune.search.sample import Categorical, Domain, Integer

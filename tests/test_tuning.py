@@ -46,16 +46,6 @@ def test_valid_spaces_pass():
     assert search_runs.forest_params({"floresta": {"n_estimators": 3, "max_depth": 2}}) == (3, 2)
 
 
-def test_range_space_covers_the_grid_ends_inclusive():
-    space = tuning.range_space([(10, 4), (30, 8), (20, 6)])
-    assert tuning.validate_space(space)
-    n, d = space["n_estimators"], space["max_depth"]
-    # tune.randint exclui o limite superior: o maior valor da grade tem de ser sorteável
-    assert (n.lower, n.upper, d.lower, d.upper) == (10, 31, 4, 9)
-    draws = {int(v) for v in d.sample(size=400, random_state=np.random.default_rng(0))}
-    assert draws == {4, 5, 6, 7, 8}
-
-
 @pytest.mark.parametrize(
     ("space", "fragment"),
     [
