@@ -116,7 +116,6 @@ def test_student_notebook_has_todos_and_no_solution():
         "MultiWorkerMirroredStrategy()",
         "ScalingConfig(",
         "ray.train.report(",
-        "load_model(",
         ".shard(num_workers, worker_index)",
         "from_logits=False)",
         "TensorflowTrainer(",

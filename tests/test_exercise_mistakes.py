@@ -49,6 +49,7 @@ NAMESPACE = {
 PIECES = (
     "def worker_datasets(",
     "def build_model(",
+    "def save_checkpoint(",
     "def train_loop_per_worker(",
     "trainer = TensorflowTrainer(\n    train_loop_per_worker,",
 )

@@ -306,13 +306,6 @@ CASES = [
         ValueError,
         "/nao/existe",
     ),
-    (
-        "multiworker.resume",
-        "não é checkpoint",
-        lambda: multiworker.resume("/tmp/ckpt", None),
-        TypeError,
-        "'/tmp/ckpt'",
-    ),
     # checks
     (
         "multiworker/checks.check_scaling_config",

@@ -192,22 +192,6 @@ def write_worker(directory: str | os.PathLike, info: dict[str, Any]) -> Path:
     return path
 
 
-def save_checkpoint(
-    directory: str | os.PathLike, model: Any, *, epoch: int, global_batch: int
-) -> dict[str, Any]:
-    """Prepara a pasta do checkpoint de uma época, em QUALQUER worker, e devolve a descrição do
-    worker (:func:`describe_worker` com a época), gravada ali em ``worker_<rank>.json``. Salvar
-    sob a estratégia é uma operação coletiva: todos chamam ``model.save``, mas só o rank 0 salva
-    em ``directory``, os outros numa pasta descartável. O ``ray.train.report`` fica com quem chama.
-    """
-    info = {**describe_worker(model, global_batch), "epoch": int(epoch)}
-    with tempfile.TemporaryDirectory() as scratch:
-        target = directory if info["rank"] in (0, None) else scratch
-        model.save(os.path.join(target, "model.keras"))
-    write_worker(directory, info if info["rank"] is not None else {**info, "rank": 0})
-    return info
-
-
 def checkpoint_epoch(directory: str | os.PathLike) -> int:
     """A última época completa gravada num checkpoint (o ``epoch`` do ``worker_0.json``)."""
     path = Path(directory) / WORKER_FILE.format(rank=0)
@@ -218,24 +202,6 @@ def checkpoint_epoch(directory: str | os.PathLike) -> int:
             f"O checkpoint em {directory} não diz a época ({path.name} sem 'epoch'): grave "
             "{**info, 'epoch': ...} com multiworker.write_worker antes do ray.train.report."
         ) from err
-
-
-def resume(checkpoint: Any, strategy: Any) -> tuple[Any, int]:
-    """``(modelo, próxima época)`` de um ``ray.train.Checkpoint`` deste exercício: o
-    ``model.keras`` com ``load_model`` (pesos **e** otimizador) dentro de ``strategy.scope()``,
-    para as variáveis nascerem espelhadas."""
-    import tensorflow as tf
-
-    if not hasattr(checkpoint, "as_directory"):
-        raise TypeError(f"checkpoint deve ser um ray.train.Checkpoint, recebi {checkpoint!r}.")
-    with checkpoint.as_directory() as directory, strategy.scope():
-        path = Path(directory) / "model.keras"
-        if not path.exists():
-            raise ValueError(
-                f"O checkpoint em {directory} não tem model.keras (só o rank 0 o grava)."
-            )
-        model = tf.keras.models.load_model(path)
-        return model, checkpoint_epoch(directory) + 1
 
 
 def read_workers(checkpoint: Any) -> list[dict[str, Any]]:

@@ -414,8 +414,8 @@ def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) ->
         if not wanted <= set(files):
             raise CheckFailed(
                 f"O checkpoint do worker {rank} tem {files}, faltam {sorted(wanted - set(files))}:"
-                " prepare a pasta com multiworker.save_checkpoint(pasta, model, epoch=..., "
-                "global_batch=...) antes do report."
+                " prepare a pasta com save_checkpoint(pasta, model, epoch=..., global_batch=...)"
+                " antes do report."
             )
     first = seen[0]["weights"]
     for worker in seen[1:]:
