@@ -170,7 +170,8 @@ def fit_and_score(
 
 
 # ---------------------------------------------------------------- a fila de tarefas
-def _check_tasks(task_seconds: Iterable[float], cores: float) -> np.ndarray:
+# A cópia da célula ``# @save`` da seção 8 da lição 02 (``tools/lesson_code.COPIES``).
+def _check_tasks(task_seconds, cores):
     times = np.asarray(list(task_seconds), dtype=float)
     if times.size == 0:
         raise ValueError("É preciso ao menos um tempo de tarefa para calcular o limite.")
@@ -181,24 +182,24 @@ def _check_tasks(task_seconds: Iterable[float], cores: float) -> np.ndarray:
     return times
 
 
-def makespan_lower_bound(task_seconds: Iterable[float], cores: float) -> float:
-    """O menor tempo total possível: ``max(tarefa mais longa, trabalho total / núcleos)``."""
+def makespan_lower_bound(task_seconds, cores):
+    """O menor tempo total possível: max(tarefa mais longa, trabalho total / núcleos)."""
     times = _check_tasks(task_seconds, cores)
     return float(max(times.max(), times.sum() / cores))
 
 
-def speedup_bound(task_seconds: Iterable[float], cores: float) -> float:
-    """O maior speedup possível sobre a série: trabalho / :func:`makespan_lower_bound`."""
+def speedup_bound(task_seconds, cores):
+    """O maior speedup possível sobre a série: trabalho total / makespan_lower_bound."""
     times = _check_tasks(task_seconds, cores)
     total = float(times.sum())
     return total / makespan_lower_bound(times, cores) if total else 1.0
 
 
-def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, float, float]]:
-    """``(núcleo, início, fim)`` de cada tarefa entregue NESTA ORDEM ao primeiro núcleo livre (no
+def list_schedule(task_seconds, cores):
+    """(núcleo, início, fim) de cada tarefa entregue NESTA ORDEM ao primeiro núcleo livre (no
     empate, o de menor número): o que o Ray faz com tarefas independentes de 1 CPU."""
     times = _check_tasks(task_seconds, cores)
-    free_at = [(0.0, core) for core in range(max(1, int(cores)))]
+    free_at = [(0.0, core) for core in range(max(1, int(cores)))]  # (livre a partir de, núcleo)
     out = []
     for t in times:
         start, core = heapq.heappop(free_at)
@@ -207,8 +208,8 @@ def list_schedule(task_seconds: Iterable[float], cores: int) -> list[tuple[int, 
     return out
 
 
-def list_schedule_makespan(task_seconds: Iterable[float], cores: int) -> float:
-    """O tempo total da fila de :func:`list_schedule`."""
+def list_schedule_makespan(task_seconds, cores):
+    """O tempo total da fila de list_schedule."""
     return max(end for _, _, end in list_schedule(task_seconds, cores))
 
 
