@@ -62,7 +62,8 @@ def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
     return checked
 
 
-def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = None) -> float:
+# A cópia da célula ``# @save`` da seção 9a da lição 02 (``tools/lesson_code.COPIES``).
+def estimated_cost(n_estimators, max_depth, n_samples=None):
     """Custo relativo de uma floresta, só para ordenar: árvores × níveis úteis (depois de
     ~log2(amostras) níveis as folhas ficam puras e os níveis seguintes quase não custam)."""
     ((n_estimators, max_depth),) = validate_grid([(n_estimators, max_depth)])
@@ -72,11 +73,9 @@ def estimated_cost(n_estimators: int, max_depth: int, n_samples: int | None = No
     return n_estimators * levels
 
 
-def most_expensive_first(
-    grid: Iterable[Any], n_samples: int | None = None
-) -> list[tuple[int, int]]:
-    """A grade das configurações mais caras para as mais baratas (:func:`estimated_cost`): a
-    mais longa não começa por último, com os outros núcleos parados (a regra LPT)."""
+def most_expensive_first(grid, n_samples=None):
+    """A grade das configurações mais caras para as mais baratas (estimated_cost): a mais longa
+    não começa por último, com os outros núcleos parados (a regra LPT)."""
     checked = validate_grid(grid)
     return sorted(checked, key=lambda nd: estimated_cost(*nd, n_samples), reverse=True)
 
