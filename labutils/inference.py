@@ -1,16 +1,15 @@
 """Lição 06, o que não é o assunto dela (a classificação de um lote, as tarefas, os atores, o
 ``ActorPool`` e o Ray Data estão nas células; o benchmark tem a sua versão em
 ``tools.bench.inference_runs``): o modelo (carregar ou treinar), as imagens (arrays, Parquet), a
-conferência das previsões e se um pool cabe nas CPUs; e a cópia do modelo em bytes e do limite
-de threads, que a lição escreve nas células. Os workers nunca chamam o tfds (o mock só vale no
-processo que o ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
+conferência das previsões e se um pool cabe nas CPUs (o modelo em bytes e o limite de threads
+também estão nas células). Os workers nunca chamam o tfds (o mock só vale no processo que o
+ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -61,24 +60,6 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     )
 
 
-# ``model_bytes``, ``model_from_bytes`` e ``configure_threads``: as cópias das células ``# @save``
-# da lição 06 (``tools/lesson_code.COPIES``).
-def model_bytes(model):
-    """O modelo como bytes (o arquivo ``.keras``): vai pelo object store a qualquer nó do cluster."""
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save(Path(tmp) / "m.keras")
-        return (Path(tmp) / "m.keras").read_bytes()
-
-
-def model_from_bytes(blob):
-    """Recria o modelo de ``model_bytes`` (o que custa caro a cada carga); sem otimizador."""
-    import tensorflow as tf
-
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "m.keras").write_bytes(blob)
-        return tf.keras.models.load_model(Path(tmp) / "m.keras", compile=False)
-
-
 @dataclass
 class Images:
     """Imagens ``uint8`` N×32×32×3 do conjunto de teste, e o fluxo (o teste repetido)."""
@@ -126,21 +107,6 @@ def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
 def decode(column: Any) -> np.ndarray:
     """Bytes de cada imagem (coluna ``image`` do Parquet) → array ``uint8`` N×32×32×3."""
     return np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, *IMAGE_SHAPE)
-
-
-def configure_threads(threads):
-    """Limita o TensorFlow deste processo a ``threads`` threads (0 = o padrão) e devolve o número
-    em vigor; só vale antes da 1ª operação do TF. Desliga também o TF32 das GPUs que o têm: com
-    ele, a confiança difere da calculada na CPU em ~1e-3."""
-    import tensorflow as tf
-
-    tf.config.experimental.enable_tensor_float_32_execution(False)
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError:  # o TF já iniciou neste processo: fica o que está valendo
-        pass
-    return tf.config.threading.get_intra_op_parallelism_threads() or len(os.sched_getaffinity(0))
 
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:

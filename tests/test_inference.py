@@ -61,10 +61,10 @@ def test_check_same_labels_goes_red_on_any_difference():
 def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
     path = save_lesson_model(model, tmp_path / "m.keras")
     assert path.exists() and not list(tmp_path.glob(".*parcial*"))
-    again = inference.model_from_bytes(path.read_bytes())
+    again = inference_runs.model_from_bytes(path.read_bytes())
     expected = predict_labels(model, images, BATCH)
     inference.check_same_labels(expected, predict_labels(again, images, BATCH), "disco")
-    copy = inference.model_from_bytes(inference.model_bytes(model))
+    copy = inference_runs.model_from_bytes(inference_runs.model_bytes(model))
     inference.check_same_labels(expected, predict_labels(copy, images, 7), "bytes")
 
 
@@ -95,7 +95,7 @@ def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
     import pyarrow.parquet as pq
 
     expected = predict_labels(model, images, BATCH)
-    predictor = inference_runs.Predictor(inference.model_bytes(model))
+    predictor = inference_runs.Predictor(inference_runs.model_bytes(model))
     inference.check_same_labels(expected, predictor.predict(images), "Predictor.predict")
     table = pq.read_table(inference.write_image_files(images, tmp_path, files=2)).sort_by("id")
     out = predictor({"id": table["id"].to_numpy(), "image": table["image"].to_pylist()})

@@ -4,11 +4,10 @@ Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que
 (imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
 quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
 
-A exceção é o que as lições seguintes ou o pacote usam (da lição 02, o treino de uma configuração,
-o limite do speedup, a fila e a ordem, nas 03 e 04; da 05, o pipeline e o modelo, nos workers das
-06 e 07; da 06, o modelo em bytes e as threads do TF, no benchmark): como o pacote do d2l, o
-``labutils`` guarda uma cópia (:data:`COPIES`), e :func:`copy_mismatches` aponta cada definição
-que se afastou da célula (um teste a chama).
+A exceção é o que as lições seguintes usam (da lição 02, o treino de uma configuração, o
+limite do speedup, a fila e a ordem, nas 03 e 04; da 05, o pipeline e o modelo, nos workers das
+06 e 07): como o pacote do d2l, o ``labutils`` guarda uma cópia (:data:`COPIES`), e
+:func:`copy_mismatches` aponta cada definição que se afastou da célula (um teste a chama).
 
 ``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
 novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
@@ -54,7 +53,6 @@ def load(notebook: str) -> types.ModuleType:
 COPIES = {
     "02_busca_hiperparametros": "labutils/search.py",
     "05_tensorflow_mirrored": "labutils/tf.py",
-    "06_inferencia_em_lote": "labutils/inference.py",
 }
 
 

@@ -169,7 +169,7 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     from labutils import inference
     from tools.bench import inference_runs
 
-    inference.configure_threads(1)
+    inference_runs.configure_threads(1)
     import ray
     import tensorflow as tf
 
@@ -181,7 +181,7 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     stream, source = load_stream(scale, args["synthetic"])
     tf.keras.utils.set_random_seed(0)
     model = create_model()
-    blob = inference.model_bytes(model)
+    blob = inference_runs.model_bytes(model)
     batch = size.inference_batch
     task_images = stream[: size.inference_task_batches * batch]
     results: dict[str, list[float]] = {k: [] for k in ROWS}

@@ -23,11 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from labutils.inference import IMAGE_SHAPE, Preds, configure_threads, decode, model_from_bytes
+from labutils.inference import IMAGE_SHAPE, Preds, decode
 from tools.lesson_code import load
 
-#: classificar um lote (predict_batch e companhia) é escrito nas células da lição 06
+#: classificar um lote (predict_batch e companhia), as threads do TF e o modelo em bytes são
+#: escritos nas células da lição 06
 LESSON_06 = load("06_inferencia_em_lote")
+configure_threads = LESSON_06.configure_threads
+model_bytes = LESSON_06.model_bytes
+model_from_bytes = LESSON_06.model_from_bytes
 batches = LESSON_06.batches
 predict_batch = LESSON_06.predict_batch
 predict_labels = LESSON_06.predict_labels
