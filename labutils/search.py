@@ -6,7 +6,6 @@ testadas sem cluster e reaproveitadas nas lições 03 e 04 e no ``make bench``.
 from __future__ import annotations
 
 import csv
-import heapq
 import io
 import math
 import os
@@ -168,7 +167,7 @@ def fit_and_score(
     return (n_estimators, max_depth, mse, time.perf_counter() - start)
 
 
-# ---------------------------------------------------------------- a fila de tarefas
+# ---------------------------------------------------------------- o limite do speedup
 # A cópia da célula ``# @save`` da seção 8 da lição 02 (``tools/lesson_code.COPIES``).
 def _check_tasks(task_seconds, cores):
     times = np.asarray(list(task_seconds), dtype=float)
@@ -192,24 +191,6 @@ def speedup_bound(task_seconds, cores):
     times = _check_tasks(task_seconds, cores)
     total = float(times.sum())
     return total / makespan_lower_bound(times, cores) if total else 1.0
-
-
-def list_schedule(task_seconds, cores):
-    """(núcleo, início, fim) de cada tarefa entregue NESTA ORDEM ao primeiro núcleo livre (no
-    empate, o de menor número): o que o Ray faz com tarefas independentes de 1 CPU."""
-    times = _check_tasks(task_seconds, cores)
-    free_at = [(0.0, core) for core in range(max(1, int(cores)))]  # (livre a partir de, núcleo)
-    out = []
-    for t in times:
-        start, core = heapq.heappop(free_at)
-        out.append((core, start, start + float(t)))
-        heapq.heappush(free_at, (start + float(t), core))
-    return out
-
-
-def list_schedule_makespan(task_seconds, cores):
-    """O tempo total da fila de list_schedule."""
-    return max(end for _, _, end in list_schedule(task_seconds, cores))
 
 
 # ---------------------------------------------------------------- resultados gravados linha a linha

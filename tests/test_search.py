@@ -16,8 +16,6 @@ from labutils.search import (
     RESULT_COLUMNS,
     estimated_cost,
     gather_with_progress,
-    list_schedule,
-    list_schedule_makespan,
     makespan_lower_bound,
     most_expensive_first,
     save_results,
@@ -34,6 +32,9 @@ fit_forest_chunk = LESSON_02.fit_forest_chunk
 merge_forests = LESSON_02.merge_forests
 plan_chunks = LESSON_02.plan_chunks
 split_trees = LESSON_02.split_trees
+# a fila de tarefas (seção 8): nenhuma lição seguinte a usa, e o labutils não a copia
+list_schedule = LESSON_02.list_schedule
+list_schedule_makespan = LESSON_02.list_schedule_makespan
 
 SEED_GRID = [(100, 10), (200, 15), (300, 20), (400, 25), (500, 30)]
 # tempos por tarefa medidos na grade do roteiro com 1/5 das árvores (shared/FACTS.md)

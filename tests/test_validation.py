@@ -448,9 +448,9 @@ CASES = [
         "recebi 0",
     ),
     (
-        "search.list_schedule_makespan",
+        "search.makespan_lower_bound",
         "tempo negativo",
-        lambda: search.list_schedule_makespan([1, -2], 2),
+        lambda: search.makespan_lower_bound([1, -2], 2),
         ValueError,
         "-2.0",
     ),

@@ -5,7 +5,7 @@ Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que
 quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
 
 A exceção é o que as lições seguintes usam (da lição 02, o treino de uma configuração, o
-limite do speedup, a fila e a ordem, nas 03 e 04; da 05, o pipeline e o modelo, nos workers das
+limite do speedup e a ordem, nas 03 e 04; da 05, o pipeline e o modelo, nos workers das
 06 e 07): como o pacote do d2l, o ``labutils`` guarda uma cópia (:data:`COPIES`), e
 :func:`copy_mismatches` aponta cada definição que se afastou da célula (um teste a chama).
 

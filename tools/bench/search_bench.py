@@ -19,7 +19,7 @@ Dois limites, e cada abordagem paralela é lida contra o menor deles:
   uma floresta por núcleo deveria passar dele. É a linha "lado a lado".
 
 A nota de cada linha traz os dois limites e o speedup que a própria fila preveria naquela ordem
-(:func:`labutils.search.list_schedule_makespan`), o que separa o que é culpa da ordem do que é
+(``list_schedule_makespan``, da lição 02), o que separa o que é culpa da ordem do que é
 custo do Ray ou da máquina. As metas do relatório (:func:`target_lines`) são conferidas com os
 números desta execução.
 """
@@ -37,7 +37,6 @@ import numpy as np
 from labutils.config import pick, sizes
 from labutils.search import (
     fit_and_score,
-    list_schedule_makespan,
     most_expensive_first,
     speedup_bound,
     validate_grid,
@@ -224,7 +223,7 @@ def longest_position(times: list[float]) -> str:
 
 
 def _predicted(times: list[float], cores: int) -> float:
-    return sum(times) / list_schedule_makespan(times, cores)
+    return sum(times) / LESSON_02.list_schedule_makespan(times, cores)
 
 
 # ---------------------------------------------------------------- o limite medido e as metas
