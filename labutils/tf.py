@@ -65,7 +65,7 @@ class Devices:
         else:
             head = (
                 f"Sem GPU: a CPU física foi dividida em {len(self.logical)} dispositivos lógicos "
-                "(mostra o mecanismo da estratégia, não acelera nada)."
+                "(mostra o mecanismo da estratégia; não acrescenta hardware)."
             )
         lines = [head, "Dispositivos lógicos usados pela estratégia:"]
         return "\n".join(lines + [f"  - {name}" for name in self.logical])
