@@ -111,16 +111,19 @@ def decode(column: Any) -> np.ndarray:
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
     """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``
-    (``wanted=None``: todos). Se cabem menos que ``wanted``, ``RuntimeError`` na hora, em vez de
-    esperar para sempre (depois de até 10 s pelas CPUs de atores recém-encerrados)."""
+    (``wanted=None``: quantos cabem no cluster, esperando até 10 s pelas CPUs de tarefas e atores
+    que acabam de terminar; se outros as seguram, os que couberem). Se cabem menos que
+    ``wanted``, ``RuntimeError`` na hora, em vez de esperar para sempre (depois de até 10 s)."""
     import ray
 
     if wanted is not None and (type(wanted) is not int or wanted < 1):
         raise ValueError(f"O número de atores deve ser um inteiro >= 1, recebi {wanted!r}.")
     if not (isinstance(cpus_per_actor, int | float) and cpus_per_actor > 0):
         raise ValueError(f"cpus_per_actor deve ser positivo, recebi {cpus_per_actor!r}.")
-    need = wanted or 1
     total = float(ray.cluster_resources().get("CPU", 0.0))
+    # sem um número pedido, o pool inteiro: ray.available_resources() demora a ver as CPUs
+    # que acabaram de ser liberadas, e ler uma vez só daria um pool menor por acaso
+    need = wanted or max(1, math.floor((total - reserve) / cpus_per_actor + 1e-9))
     deadline = time.monotonic() + 10
     while True:
         free = float(ray.available_resources().get("CPU", 0.0))
@@ -128,6 +131,8 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
         if fits >= need or need * cpus_per_actor + reserve > total or time.monotonic() > deadline:
             break
         time.sleep(0.2)
+    if wanted is None and fits >= 1:
+        return fits
     if fits < need:
         extra = f" (mais {reserve:g} para ler e gravar)" if reserve else ""
         raise RuntimeError(

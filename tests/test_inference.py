@@ -132,6 +132,23 @@ def test_pool_too_big_fails_fast_in_portuguese(ray_session):
     assert inference.data_actor_cpus(2) == 0.5
 
 
+def test_the_whole_pool_waits_for_cpus_that_are_about_to_be_freed(ray_session):
+    """Na escala full (``inference_actors=None``), o pool é o cluster inteiro: uma CPU ainda presa
+    pela tarefa anterior não pode encolher o pool de 2 para 1 ator."""
+
+    @ray.remote(num_cpus=1)
+    def holds_a_cpu():
+        time.sleep(1.5)
+
+    ref = holds_a_cpu.remote()
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("CPU", 0) > 1:  # a tarefa já segura a sua CPU
+        assert time.monotonic() < deadline, "a tarefa não começou"
+        time.sleep(0.05)
+    assert inference.plan_pool(None) == 2
+    ray.get(ref)
+
+
 def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
     """Com o leitor novo de Parquet do Ray 2.60 (DataSourceV2), os arquivos pequenos viravam 1
     bloco só, e só 1 ator do Ray Data recebia lotes; ``read_images`` o desliga."""
