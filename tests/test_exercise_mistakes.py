@@ -256,6 +256,13 @@ def test_each_student_mistake_is_caught_by_the_fast_check_of_its_todo(swaps, whe
     assert err._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
 
 
+@pytest.mark.timeout(120)
+def test_a_failure_config_without_a_limit_is_a_right_answer(capsys):
+    """``FailureConfig(max_failures=-1)`` (recomeçar sempre) é uma configuração válida do Ray."""
+    _check_trainer(_solution(("FailureConfig(max_failures=2)", "FailureConfig(max_failures=-1)")))
+    assert "recomeça sempre que um worker cair" in capsys.readouterr().out
+
+
 def test_the_check_result_sees_what_the_model_used_not_the_strategy_object():
     """Um modelo criado fora do escopo, com uma estratégia existindo no processo: a descrição do
     worker vem de ``model.distribute_strategy`` e o ``check_result`` recusa."""

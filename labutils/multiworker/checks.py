@@ -508,7 +508,7 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
             "com um nome repetido, o Ray Train V2 retomaria o estado da execução anterior."
         )
     failures = getattr(run.failure_config, "max_failures", 0)
-    if not failures or failures < 1:
+    if not failures or (failures < 1 and failures != -1):  # -1: recomeça sem limite
         raise CheckFailed(
             f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
             "failure_config=FailureConfig(max_failures=2), senão um worker que cai perde o treino."
@@ -523,7 +523,11 @@ def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
         )
     ok(
         f"TensorflowTrainer: {plan.num_workers} workers, checkpoints em {run.storage_path}, "
-        f"recomeça até {failures} vez(es) se um worker cair"
+        + (
+            "recomeça sempre que um worker cair"
+            if failures == -1
+            else f"recomeça até {failures} vez(es) se um worker cair"
+        )
     )
 
 
