@@ -149,7 +149,8 @@ def plot_timeline(
 ) -> Any:
     """A linha do tempo de uma busca: uma linha por processo, uma barra por tarefa
     (``measured``: ``(pid, início, fim)`` em segundos desde o envio; mesmo rótulo, mesma cor).
-    ``simulated``: ``(núcleo, início, fim)`` de ``list_schedule`` (lição 02, seção 8), num 2º painel."""
+    ``simulated``: ``(núcleo, início, fim)`` de ``list_schedule`` (lição 02, seção 8), num 2º
+    painel."""
     import matplotlib.pyplot as plt
 
     labels = [str(label) for label in labels]
