@@ -140,7 +140,7 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
             f"livre(s) de {total:g} no cluster: os atores esperariam para sempre. Peça menos "
             "atores ou menos CPUs por ator, encerre atores anteriores (ray.kill) ou junte mais nós."
         )
-    return wanted or fits
+    return wanted
 
 
 def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
