@@ -12,9 +12,10 @@
   notebook duas vezes no mesmo kernel.) Exceto os de :data:`CORE_RUN_SKIPPED`, com o motivo.
 - **Uma execução só.** A lição 00 roda inteira no JupyterLab, no teste de navegador, e a solução
   da lição 07 roda inteira (exemplos e opcionais incluídos) no teste da correção
-  (``tools/grade.py --all-cells``); os dois conferem que nenhuma célula deu erro. Quando esse
-  teste está na mesma sessão (e, para a 00, o Chromium existe), o nbval não roda o notebook de
-  novo (:data:`RUN_BY_TESTS`); rodando só ``notebooks/``, o nbval os executa.
+  (``tools/grade.py --all-cells``), numa cópia com um erro conhecido no TODO 2; os dois conferem
+  que nenhuma célula deu erro (na cópia, só a verificação do TODO 2). Quando esse teste está na
+  mesma sessão (e, para a 00, o Chromium existe), o nbval não roda o notebook de novo
+  (:data:`RUN_BY_TESTS`); rodando só ``notebooks/``, o nbval os executa.
 - Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
   de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
   ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
@@ -35,8 +36,8 @@ OPTIONAL_TAG = "opcional"
 #: notebooks cujo caminho principal não roda de novo, e por quê
 CORE_RUN_SKIPPED = {
     "07_exercicio_multiworker_solucao.ipynb": (
-        "o caminho principal do exercício, sem exemplos nem opcionais, roda na correção de "
-        "uma cópia da solução com um erro (tests/test_grade.py)"
+        "as células opcionais são as últimas antes do ray.shutdown() final: o caminho principal "
+        "é o começo da execução inteira (tests/test_grade.py), nada depois delas precisa delas"
     ),
 }
 
@@ -110,7 +111,7 @@ RUN_BY_TESTS = {
         "/usr/bin/chromium",
     ),
     "07_exercicio_multiworker_solucao.ipynb": (
-        "test_grade.py::test_the_solution_copy_scores_every_check_and_runs_whole",
+        "test_grade.py::test_a_copy_with_one_known_mistake_fails_exactly_that_check_and_runs_whole",
         None,
     ),
 }

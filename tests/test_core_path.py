@@ -7,6 +7,7 @@ célula (principal) usa um nome que só uma célula com a tag ``opcional`` defin
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -63,3 +64,30 @@ def test_core_run_fails_only_when_a_core_cell_needs_an_optional_one(tmp_path):
     assert done.returncode == 1, out[-3000:]
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "01_ruim.ipynb[sem opcionais]::Cell 2" in failed[0], out[-3000:]
+
+
+def _core_cells_after_optional(path: Path) -> list[str]:
+    """As células de código principais que vêm depois da 1ª opcional, menos o ``ray.shutdown()``."""
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tags = [set(c.get("metadata", {}).get("tags", [])) for c in code]
+    first = next((i for i, t in enumerate(tags) if "opcional" in t), len(code))
+    return [
+        c.source
+        for c, t in zip(code[first:], tags[first:], strict=True)
+        if "opcional" not in t and c.source.strip() != "ray.shutdown()"
+    ]
+
+
+def test_a_notebook_without_the_core_run_ends_with_its_optional_cells(tmp_path):
+    """A passada "sem opcionais" só é dispensada (``CORE_RUN_SKIPPED``) quando o caminho principal
+    é o começo da execução inteira: depois da 1ª célula opcional, nenhuma principal além do
+    ``ray.shutdown()`` final."""
+    spec = importlib.util.spec_from_file_location("nb_conftest", ROOT / "notebooks" / "conftest.py")
+    nb_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nb_conftest)
+    assert nb_conftest.CORE_RUN_SKIPPED
+    for name in nb_conftest.CORE_RUN_SKIPPED:
+        assert _core_cells_after_optional(ROOT / "notebooks" / name) == [], name
+    _notebook(tmp_path / "ruim.ipynb", "assert x == 1")  # uma principal depois da opcional
+    assert _core_cells_after_optional(tmp_path / "ruim.ipynb") == ["assert x == 1"]

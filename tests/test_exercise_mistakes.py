@@ -233,8 +233,9 @@ def _first_failure(ns: dict) -> tuple[str, checks.CheckFailed]:
 @pytest.mark.timeout(120)
 def test_the_untouched_solution_passes_every_check_that_runs_in_this_process(capsys):
     """O controle dos erros abaixo. A verificação da função de treino (TODO 3, 2 processos) da
-    solução intacta roda na correção da solução inteira (``tests/test_grade.py``), que confere
-    todas as verificações: repeti-la aqui custava ~20 s do ``make test``."""
+    solução roda na correção da cópia com um erro só no modelo (``tests/test_grade.py``), que
+    confere que todas as outras verificações passam: repeti-la aqui custava ~20 s do
+    ``make test``."""
     ns = _solution()
     for check in FAST_CHECKS.values():
         if check is not _check_loop:

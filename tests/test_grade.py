@@ -1,10 +1,15 @@
 """``tools/grade.py``: a correção de uma turma da lição 07.
 
-Uma correção (pela linha de comando, escala ``smoke``) de uma pasta com três entregas — o
-notebook do aluno intacto, uma cópia da solução com UM erro conhecido (``from_logits=True``
-depois da softmax, que só a verificação do TODO 2 pega; e a célula dessa verificação apagada, o
-que não adianta) e um arquivo que não é JSON — e uma de uma cópia da solução com ``--all-cells``
-(que roda também os exemplos e as seções opcionais) são divididas pelos testes deste módulo.
+Duas correções pela linha de comando, escala ``smoke``, divididas pelos testes deste módulo:
+
+- a de uma pasta com o notebook do aluno intacto e um arquivo que não é JSON, como o instrutor a
+  roda (sem ``--all-cells``: os exemplos e as seções opcionais não rodam);
+- a de uma cópia da solução com UM erro conhecido (``from_logits=True`` depois da softmax, que só
+  a verificação do TODO 2 pega; e a célula dessa verificação apagada, o que não adianta), com
+  ``--all-cells``: roda inteira, exemplos e seções opcionais incluídos. É a execução da solução no
+  ``make test`` (o nbval não a roda de novo, ``notebooks/conftest.py``): a cópia só difere da
+  solução nessas duas células, e as outras verificações passam nela.
+
 Os notebooks que travam ou derrubam o kernel são notebooks mínimos, corrigidos à parte com
 limites curtos.
 """
@@ -62,18 +67,15 @@ def graded(tmp_path_factory):
     """A pasta das entregas corrigida pela linha de comando, como o instrutor faz."""
     folder = tmp_path_factory.mktemp("entregas")
     shutil.copy(STUDENT, folder / "bruno_intacto.ipynb")
-    _with_mistake(folder / "carla_um_erro.ipynb")
     (folder / "davi_quebrado.ipynb").write_text('{"cells": [', encoding="utf-8")
     return folder, _grade_cli(folder)
 
 
 @pytest.fixture(scope="module")
-def solution_graded(tmp_path_factory):
-    """Uma cópia da solução corrigida com ``--all-cells``: roda inteira, exemplos e seções
-    opcionais incluídos. É a execução da solução no ``make test``: o nbval não a roda de novo
-    (``notebooks/conftest.py``)."""
-    folder = tmp_path_factory.mktemp("solucao")
-    shutil.copy(SOLUTION, folder / "ana_solucao.ipynb")
+def mistake_graded(tmp_path_factory):
+    """A cópia da solução com um erro, corrigida com ``--all-cells``: roda inteira."""
+    folder = tmp_path_factory.mktemp("um_erro")
+    _with_mistake(folder / "carla_um_erro.ipynb")
     return folder, _grade_cli(folder, "--all-cells")
 
 
@@ -100,27 +102,21 @@ def test_one_row_per_file_with_one_column_per_check_and_a_total(graded):
 
 @pytest.mark.slow
 @pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
-def test_the_solution_copy_scores_every_check_and_runs_whole(solution_graded):
-    folder, rows = solution_graded
-    row = rows["ana_solucao.ipynb"]
-    assert [row[label] for label in LABELS] == [grade.PASSED] * len(LABELS), row
-    assert row["total"] == f"{len(LABELS)}/{len(LABELS)}" and not row["motivo"]
-    executed = nbformat.read(folder / grade.OUTPUT_DIR / "ana_solucao.ipynb", as_version=4)
-    code = [c for c in executed.cells if c.cell_type == "code"]
-    assert all(c.execution_count for c in code), "com --all-cells, toda célula roda"
-    assert any(grade.SKIP_TAGS & set(c.metadata.get("tags", [])) for c in code)
-    assert not _errors(executed), _errors(executed)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
 def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
     folder, rows = graded
     row = rows["bruno_intacto.ipynb"]
     assert [row[label] for label in LABELS] == [grade.NOT_DONE] * len(LABELS), row
     assert row["total"] == f"0/{len(LABELS)}" and not row["motivo"]
-    # a cópia executada: a 1ª célula com erro é a verificação do TODO 1, sem traceback
     executed = nbformat.read(folder / grade.OUTPUT_DIR / "bruno_intacto.ipynb", as_version=4)
+    # sem --all-cells, os exemplos (antes do TODO 1) e as seções opcionais não rodam: não valem nota
+    skipped = [
+        c
+        for c in executed.cells
+        if c.cell_type == "code" and grade.SKIP_TAGS & set(c.metadata.get("tags", []))
+    ]
+    assert {"exemplo", "opcional"} <= {t for c in skipped for t in c.metadata.tags}
+    assert not any(c.execution_count or c.outputs for c in skipped)
+    # a 1ª célula com erro é a verificação do TODO 1, sem traceback
     failed = [
         c for c in executed.cells if any(o.output_type == "error" for o in c.get("outputs", []))
     ]
@@ -133,21 +129,20 @@ def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
 
 @pytest.mark.slow
 @pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
-def test_a_copy_with_one_known_mistake_fails_exactly_that_check(graded):
-    folder, rows = graded
+def test_a_copy_with_one_known_mistake_fails_exactly_that_check_and_runs_whole(mistake_graded):
+    folder, rows = mistake_graded
+    assert sorted(rows) == ["carla_um_erro.ipynb"]
     row = rows["carla_um_erro.ipynb"]
-    # sem --all-cells, os exemplos e as seções opcionais não rodam (não valem nota)
-    executed = nbformat.read(folder / grade.OUTPUT_DIR / "carla_um_erro.ipynb", as_version=4)
-    skipped = [
-        c
-        for c in executed.cells
-        if c.cell_type == "code" and grade.SKIP_TAGS & set(c.metadata.get("tags", []))
-    ]
-    assert skipped and not any(c.execution_count or c.outputs for c in skipped)
     failed = {label: row[label] for label in LABELS if row[label] != grade.PASSED}
     assert list(failed) == ["2-modelo"], row
     assert failed["2-modelo"].startswith("falhou:") and "from_logits=True" in failed["2-modelo"]
-    assert row["total"] == f"{len(LABELS) - 1}/{len(LABELS)}"
+    assert row["total"] == f"{len(LABELS) - 1}/{len(LABELS)}" and not row["motivo"]
+    executed = nbformat.read(folder / grade.OUTPUT_DIR / "carla_um_erro.ipynb", as_version=4)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "com --all-cells, toda célula roda"
+    assert {"exemplo", "opcional"} <= {t for c in code for t in c.metadata.get("tags", [])}
+    errors = [c for c in code if any(o.output_type == "error" for o in c.get("outputs", []))]
+    assert [c.metadata.get("tags") for c in errors] == [["check-2-modelo"]], _errors(executed)
 
 
 @pytest.mark.slow
