@@ -4,12 +4,15 @@
   executa. Ele é testado em ``tests/test_exercise.py`` (gerado a partir da solução, e falha só
   com a mensagem amigável de "ainda não terminado").
 - **O caminho principal, sem as partes opcionais.** Com ``LABUTILS_NBVAL_CORE=1`` (o
-  ``make test`` liga), cada notebook que tem células com a tag :data:`OPTIONAL_TAG` roda uma
-  segunda vez, num kernel novo, **sem** essas células: como a turma que pula as seções
-  opcionais. Os itens se chamam ``NOME.ipynb[sem opcionais]::Cell N``. Uma célula principal que
-  dependa de algo definido numa opcional falha aqui. Os resultados desta passada vão para uma
-  pasta à parte (:class:`CoreOnlyNotebook`). (Essa passada substitui a de rodar o mesmo
-  notebook duas vezes no mesmo kernel.) Exceto os de :data:`CORE_RUN_SKIPPED`, com o motivo.
+  ``make test`` liga), cada notebook em que uma célula principal vem depois de uma com a tag
+  :data:`OPTIONAL_TAG` roda uma segunda vez, num kernel novo, **sem** as opcionais: como a turma
+  que pula as seções opcionais. Os itens se chamam ``NOME.ipynb[sem opcionais]::Cell N``. Uma
+  célula principal que dependa de algo definido numa opcional falha aqui. Os resultados desta
+  passada vão para uma pasta à parte (:class:`CoreOnlyNotebook`). (Essa passada substitui a de
+  rodar o mesmo notebook duas vezes no mesmo kernel.) Quando as opcionais ficam no fim e depois
+  delas só há o encerramento (``ray.shutdown()``, ``cluster.stop()``: :func:`needs_core_run`), o
+  caminho principal é o começo da execução inteira, e a segunda passada não conferiria nada a
+  mais: ela não roda.
 - **Uma execução só.** A lição 00 roda inteira no JupyterLab, no teste de navegador, e a solução
   da lição 07 roda inteira (exemplos e opcionais incluídos) no teste da correção
   (``tools/grade.py --all-cells``), numa cópia com um erro conhecido no TODO 2; os dois conferem
@@ -24,6 +27,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 
 import nbformat
@@ -33,14 +37,6 @@ from nbval.plugin import IPyNbFile
 #: a tag das células de uma seção opcional (o título dela também diz "(opcional)")
 OPTIONAL_TAG = "opcional"
 
-#: notebooks cujo caminho principal não roda de novo, e por quê
-CORE_RUN_SKIPPED = {
-    "07_exercicio_multiworker_solucao.ipynb": (
-        "as células opcionais são as últimas antes do ray.shutdown() final: o caminho principal "
-        "é o começo da execução inteira (tests/test_grade.py), nada depois delas precisa delas"
-    ),
-}
-
 #: limite (s) de cada célula de notebook no pytest-timeout; o nbval corta em 900 s
 NOTEBOOK_CELL_TIMEOUT_S = 960
 
@@ -48,6 +44,39 @@ NOTEBOOK_CELL_TIMEOUT_S = 960
 def core_cells(nb) -> list:
     """As células do notebook sem as da tag :data:`OPTIONAL_TAG`."""
     return [c for c in nb.cells if OPTIONAL_TAG not in c.get("metadata", {}).get("tags", [])]
+
+
+def _only_releases(source: str) -> bool:
+    """Se a célula só encerra: ``ray.shutdown()`` e ``x.stop()``, sem argumentos, direto ou sob um
+    ``if`` sem ``else`` (``if cluster_local is not None: cluster_local.stop()``)."""
+
+    def releases(stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.If):
+            return not stmt.orelse and all(releases(s) for s in stmt.body)
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and (ast.unparse(call.func) == "ray.shutdown" or call.func.attr == "stop")
+            and not call.args
+            and not call.keywords
+        )
+
+    return all(releases(stmt) for stmt in ast.parse(source).body)
+
+
+def needs_core_run(nb) -> bool:
+    """Se a passada sem opcionais confere algo que a execução inteira não confere: alguma célula de
+    código principal, que não só encerra (:func:`_only_releases`), vem depois de uma opcional."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    optional = [OPTIONAL_TAG in c.get("metadata", {}).get("tags", []) for c in code]
+    if True not in optional:
+        return False
+    first = optional.index(True)
+    return any(
+        not opt and not _only_releases(c.source)
+        for c, opt in zip(code[first:], optional[first:], strict=True)
+    )
 
 
 class CoreOnlyNotebook(IPyNbFile):
@@ -82,18 +111,13 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-def _has_optional_cells(path) -> bool:
-    nb = nbformat.read(str(path), as_version=4)
-    return len(core_cells(nb)) < len(nb.cells)
-
-
 def pytest_collect_file(file_path, parent):
     opt = parent.config.option
     if not (opt.nbval or opt.nbval_lax) or file_path.suffix != ".ipynb":
         return None
-    if os.environ.get("LABUTILS_NBVAL_CORE") != "1" or file_path.name in CORE_RUN_SKIPPED:
+    if os.environ.get("LABUTILS_NBVAL_CORE") != "1" or file_path.name.endswith("_aluno.ipynb"):
         return None
-    if file_path.name.endswith("_aluno.ipynb") or not _has_optional_cells(file_path):
+    if not needs_core_run(nbformat.read(str(file_path), as_version=4)):
         return None
     name = f"{file_path.name}[sem opcionais]"
     try:
