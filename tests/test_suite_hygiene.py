@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LEAKY_TEST = textwrap.dedent(
     """
     import subprocess
+    import time
     from pathlib import Path
 
     def test_leaves_a_raylet_behind():
@@ -32,6 +33,12 @@ LEAKY_TEST = textwrap.dedent(
         # o `sh` sai na hora: o "raylet" fica órfão (como os daemons de um `ray start`)
         cmd = f"{fake} 120 >/dev/null 2>&1 & echo $! > {fake}.pid"
         subprocess.run(["sh", "-c", cmd], check=True, timeout=10)
+        # o filho do `sh` pode ainda não ter virado o "raylet" (exec) quando a sessão procura os
+        # processos do Ray; um daemon do Ray de verdade já está de pé quando o teste termina
+        comm = Path(f"/proc/{Path(f'{fake}.pid').read_text().strip()}/comm")
+        deadline = time.monotonic() + 10
+        while comm.read_text().strip() != "raylet" and time.monotonic() < deadline:
+            time.sleep(0.05)
     """
 )
 
