@@ -41,9 +41,13 @@ OPTIONAL_TAG = "opcional"
 NOTEBOOK_CELL_TIMEOUT_S = 960
 
 
+def _optional(cell) -> bool:
+    return OPTIONAL_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 def core_cells(nb) -> list:
     """As células do notebook sem as da tag :data:`OPTIONAL_TAG`."""
-    return [c for c in nb.cells if OPTIONAL_TAG not in c.get("metadata", {}).get("tags", [])]
+    return [c for c in nb.cells if not _optional(c)]
 
 
 def _only_releases(source: str) -> bool:
@@ -69,7 +73,7 @@ def needs_core_run(nb) -> bool:
     """Se a passada sem opcionais confere algo que a execução inteira não confere: alguma célula de
     código principal, que não só encerra (:func:`_only_releases`), vem depois de uma opcional."""
     code = [c for c in nb.cells if c.cell_type == "code"]
-    optional = [OPTIONAL_TAG in c.get("metadata", {}).get("tags", []) for c in code]
+    optional = [_optional(c) for c in code]
     if True not in optional:
         return False
     first = optional.index(True)
