@@ -177,8 +177,12 @@ def train_storage() -> str:
 #: o modo de autenticação do Ray em todos os processos (nó principal, workers, driver): o mesmo
 #: em todos, senão um recusa o outro
 RAY_AUTH_MODE_DEFAULT = "token"
+#: No Ray 2.60 (ray-project/ray#62492), uma tarefa ou ator sem ``num_gpus`` vê todas as GPUs da
+#: máquina: o TensorFlow dele tomaria a memória da GPU que o escalonador deu a outro. Com ``1``,
+#: o Ray volta a lhe dar ``CUDA_VISIBLE_DEVICES=""``: só usa GPU quem a pediu.
+HIDE_GPUS_ENV = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
-WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL")
+WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL", HIDE_GPUS_ENV)
 
 
 def ray_address() -> str | None:
@@ -250,7 +254,8 @@ def forwarded_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def set_default_env() -> None:
-    """Padrões do processo: token ligado e TF quieto (um valor já definido é respeitado).
+    """Padrões do processo: token ligado, GPU só para quem a pede no Ray (:data:`HIDE_GPUS_ENV`)
+    e TF quieto (um valor já definido é respeitado).
 
     O Ray lê ``RAY_AUTH_MODE`` ao ser importado; por isso ``import labutils``, antes do ``ray``,
     chama esta função. Com o ``ray`` já importado sem a variável, defini-la agora deixaria o
@@ -269,4 +274,5 @@ def set_default_env() -> None:
         )
     else:
         os.environ.setdefault("RAY_AUTH_MODE", RAY_AUTH_MODE_DEFAULT)
+    os.environ.setdefault(HIDE_GPUS_ENV, "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

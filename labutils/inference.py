@@ -154,8 +154,8 @@ def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
 
 def gpus_per_actor(actors: int) -> float:
     """GPU (fração) que cada um de ``actors`` atores pede ao Ray: 0 sem GPU neste processo. Com
-    GPU, a linha de base roda nela, e os atores também (sem ``num_gpus``, o Ray lhes esconde as
-    GPUs)."""
+    GPU, a linha de base roda nela, e os atores também (sem ``num_gpus``, não a veriam:
+    :data:`labutils.config.HIDE_GPUS_ENV`)."""
     import ray
     import tensorflow as tf
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from labutils import cluster, system
+from labutils import cluster, config, system
 from labutils.cluster import ClusterError, LocalCluster, classroom, local
 from labutils.cluster.__main__ import main as cli_main
 
@@ -66,8 +66,8 @@ def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
 
 @pytest.mark.slow
 def test_token_auth_is_on_and_cluster_is_private(local_cluster):
-    # todo processo do cluster roda com RAY_AUTH_MODE=token (os agentes renomeados com
-    # setproctitle não expõem mais o ambiente em /proc: ficam de fora)
+    # todo processo do cluster roda com RAY_AUTH_MODE=token e esconde a GPU de quem não a pede
+    # (os agentes renomeados com setproctitle não expõem mais o ambiente em /proc: ficam de fora)
     envs = []
     for pid in local_cluster.pids:
         try:
@@ -75,8 +75,8 @@ def test_token_auth_is_on_and_cluster_is_private(local_cluster):
         except psutil.Error:
             continue
         if environ:
-            envs.append(environ.get("RAY_AUTH_MODE"))
-    assert envs and set(envs) == {"token"}
+            envs.append((environ.get("RAY_AUTH_MODE"), environ.get(config.HIDE_GPUS_ENV)))
+    assert envs and set(envs) == {("token", "1")}
     # e não virou "o último cluster" ao qual um ray.init() qualquer se conectaria
     default = Path("/tmp/ray/ray_current_cluster")
     if default.exists():

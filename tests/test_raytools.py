@@ -1,4 +1,5 @@
-"""init_ray: um Ray local novo, reexecutável, que repassa a escala aos workers; a tabela de nós."""
+"""init_ray: um Ray local novo, reexecutável, que repassa a escala aos workers e só lhes mostra a
+GPU que pediram; a tabela de nós."""
 
 import pytest
 import ray
@@ -13,17 +14,18 @@ def local_ray():
     ray.shutdown()
 
 
-def test_init_ray_is_rerunnable_and_passes_scale_to_workers(local_ray, capsys):
+def test_init_ray_is_rerunnable_and_workers_see_the_scale_and_no_gpu(local_ray, capsys):
     raytools.init_ray()  # de novo: sem "already initialized"
     assert "reaproveitando" in capsys.readouterr().out
 
     @ray.remote
-    def scale_seen_by_worker():
+    def seen_by_worker():
         import os
 
-        return os.environ.get("LABUTILS_SCALE")
+        return os.environ.get("LABUTILS_SCALE"), os.environ.get("CUDA_VISIBLE_DEVICES")
 
-    assert ray.get(scale_seen_by_worker.remote()) == "smoke"
+    # sem num_gpus, nenhuma GPU: o Ray 2.60, por padrão, deixaria todas visíveis (None)
+    assert ray.get(seen_by_worker.remote()) == ("smoke", "")
 
 
 def test_nodes_table_shows_the_local_head(local_ray):
