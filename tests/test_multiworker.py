@@ -147,14 +147,6 @@ def test_plan_rejects_bad_num_workers(fake_cluster, bad):
 # ---------------------------------------------------------------- TF_CONFIG e tabela
 
 
-def test_tf_configs_share_the_cluster_and_differ_in_index():
-    configs = multiworker.tf_configs(3)
-    workers = configs[0]["cluster"]["worker"]
-    assert len(set(workers)) == 3
-    assert all(c["cluster"]["worker"] == workers for c in configs)
-    assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(3)]
-
-
 def test_describe_write_read_and_table(tmp_path, monkeypatch):
     tf_config = {
         "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
@@ -222,7 +214,7 @@ def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers()
     assert checks.pending_todo(solution["train_loop_per_worker"]) is None
 
 
-# ---------------------------------------------------------------- à mão, sem Ray
+# ---------------------------------------------------------------- os processos da verificação
 
 
 @pytest.fixture
@@ -240,43 +232,58 @@ def _env_of_worker(config):
     return {
         "tf_config": json.loads(os.environ["TF_CONFIG"]),
         "legacy": os.environ.get("TF_USE_LEGACY_KERAS"),
+        "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
         **config,
     }
 
 
-def test_launch_by_hand_gives_each_process_its_tf_config(by_value):
-    tmp_dirs = lambda: set(Path(tempfile.gettempdir()).glob("labutils-byhand-*"))  # noqa: E731
+def test_the_check_processes_share_the_cluster_differ_in_index_and_see_no_gpu(by_value):
+    tmp_dirs = lambda: set(Path(tempfile.gettempdir()).glob("labutils-todo3-*"))  # noqa: E731
     before = tmp_dirs()
-    runs = multiworker.launch_by_hand(_env_of_worker, {"x": 1}, num_workers=2, timeout_s=60)
-    assert [r["returncode"] for r in runs] == [0, 0]
-    assert tmp_dirs() <= before  # a pasta dos logs é apagada quando tudo dá certo
+    runs = checks._launch(_env_of_worker, {"x": 1}, num_workers=3, timeout_s=60)
+    assert tmp_dirs() <= before  # a pasta de trabalho é apagada
+    workers = runs[0]["tf_config"]["cluster"]["worker"]
+    assert len(set(workers)) == 3
     for index, run in enumerate(runs):
-        assert run["value"]["tf_config"] == run["tf_config"]
-        assert run["value"]["tf_config"]["task"]["index"] == index
+        assert run["error"] is None and run["value"]["tf_config"] == run["tf_config"]
+        assert run["tf_config"]["cluster"]["worker"] == workers
+        assert run["tf_config"]["task"] == {"type": "worker", "index": index}
         assert run["value"]["legacy"] == "1" and run["value"]["x"] == 1
+        assert run["value"]["gpus"] == ""  # dois TF não disputam a mesma GPU
 
 
 def _hang(config):
     time.sleep(120)
 
 
-def test_launch_by_hand_kills_processes_that_hang(by_value, tmp_path):
+def test_the_check_kills_processes_that_hang(by_value):
     before = descendants(os.getpid())
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match="SIGKILL"):
-        multiworker.launch_by_hand(_hang, {}, num_workers=2, timeout_s=3, workdir=tmp_path)
+    with pytest.raises(TimeoutError, match="passaram de 3 s"):
+        checks._launch(_hang, {}, num_workers=2, timeout_s=3)
     assert time.monotonic() - start < 15
     time.sleep(0.2)
     assert system.alive(descendants(os.getpid())) <= before
 
 
 def _boom(config):
-    raise ValueError("quebrou de propósito")
+    if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:
+        raise ValueError("quebrou de propósito")
+    time.sleep(120)  # o par espera o que caiu
 
 
-def test_launch_by_hand_reports_a_failing_worker(by_value, tmp_path):
-    with pytest.raises(RuntimeError, match="quebrou de propósito"):
-        multiworker.launch_by_hand(_boom, {}, num_workers=2, timeout_s=60, workdir=tmp_path)
+def _exit_without_traceback(config):
+    os._exit(3)
+
+
+def test_the_check_reports_the_worker_that_failed_and_stops_its_peer(by_value):
+    start = time.monotonic()
+    waiting, failed = checks._launch(_boom, {}, num_workers=2, timeout_s=60)
+    assert time.monotonic() - start < 30
+    assert waiting["error"] is None and waiting["value"] is None  # encerrado, não falhou
+    assert "ValueError: quebrou de propósito" in failed["error"]
+    (gone,) = checks._launch(_exit_without_traceback, {}, num_workers=1, timeout_s=60)
+    assert "terminou com código 3" in gone["error"]
 
 
 # O treino da solução num cluster de várias máquinas, com uma delas perdendo a rede no meio do

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,7 +177,7 @@ def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
         if ray.is_initialized():
             info["node_id"] = ray.get_runtime_context().get_node_id()
             info["rank"] = ray.train.get_context().get_world_rank()
-    except Exception:  # fora do Ray (treino "à mão"): fica o que o TF_CONFIG diz
+    except Exception:  # fora do Ray (a verificação do TODO 3): fica o que o TF_CONFIG diz
         pass
     return info
 
@@ -234,119 +231,3 @@ def workers_table(infos: list[dict[str, Any]]) -> Any:
             }
         )
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------- o treino à mão
-# O que o Ray Train automatiza: serializar a função (cloudpickle), abrir um processo por worker
-# (um grupo de processos, encerrado inteiro no fim), dar a cada um o seu ``TF_CONFIG`` e recolher
-# os resultados. Cada processo roda ``python -c _WORKER_MAIN PASTA ÍNDICE``.
-_WORKER_MAIN = (
-    "import sys; from labutils.multiworker import _run_job; sys.exit(_run_job(*sys.argv[1:3]))"
-)
-
-
-def fit_timeout_s() -> float:
-    """Limite de tempo de um treino multi-worker (a escala ``smoke`` não pode travar o CI)."""
-    return lab_config.pick(full=4 * 3600.0, smoke=420.0)
-
-
-def tf_configs(num_workers: int) -> list[dict[str, Any]]:
-    """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
-    system.check_int(num_workers, "num_workers")
-    workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
-    return [
-        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
-        for i in range(num_workers)
-    ]
-
-
-def launch_by_hand(
-    fn: Callable[[dict], Any],
-    config: dict[str, Any],
-    num_workers: int = 2,
-    timeout_s: float | None = None,
-    workdir: str | os.PathLike | None = None,
-    raise_on_error: bool = True,
-) -> list[dict[str, Any]]:
-    """Roda ``fn(config)`` em ``num_workers`` processos Python locais, cada um com seu TF_CONFIG.
-
-    Devolve, por worker: ``tf_config``, ``returncode``, ``seconds``, ``value`` (o retorno de fn)
-    e ``error`` (o traceback, se falhou). Passado ``timeout_s``, todos levam SIGKILL e sobe
-    ``TimeoutError``; se um worker falha, os outros são encerrados na hora (o par dele esperaria
-    para sempre) e sobe ``RuntimeError`` com o fim do log (``raise_on_error=False``: devolve as
-    linhas). Os logs ficam em ``workdir`` (padrão: pasta temporária), apagada se tudo deu certo.
-    """
-    from ray import cloudpickle  # o mesmo serializador que o Ray usa
-
-    if not callable(fn):
-        raise TypeError(f"fn deve ser a função de treino de cada worker, recebi {fn!r}.")
-    system.check_int(num_workers, "num_workers")
-    timeout_s = (
-        fit_timeout_s() if timeout_s is None else system.check_seconds(timeout_s, "timeout_s")
-    )
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="labutils-byhand-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))
-    procs = []
-    start = time.monotonic()
-    for i, cfg in enumerate(tf_configs(num_workers)):
-        env = lab_config.child_env({**LEGACY_KERAS_ENV, "TF_CONFIG": json.dumps(cfg)})
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        log = open(workdir / f"worker_{i}.log", "wb")  # noqa: SIM115 - fechado abaixo
-        cmd = [sys.executable, "-c", _WORKER_MAIN, str(workdir), str(i)]
-        procs.append((cfg, log, system.spawn_group(cmd, env=env, stdout=log, stderr=log)))
-    runs = [
-        {"error": None, "tf_config": cfg, "returncode": None, "seconds": None, "value": None}
-        for cfg, _, _ in procs
-    ]
-    try:
-        while True:
-            for i, (_cfg, _log, proc) in enumerate(procs):
-                if runs[i]["returncode"] is None and proc.poll() is not None:
-                    out, error = workdir / f"result_{i}.pkl", workdir / f"error_{i}.txt"
-                    runs[i]["returncode"] = proc.returncode
-                    runs[i]["seconds"] = round(time.monotonic() - start, 1)
-                    if out.exists():
-                        runs[i]["value"] = cloudpickle.loads(out.read_bytes())
-                    if error.exists():
-                        runs[i]["error"] = error.read_text(errors="replace")
-            codes = [run["returncode"] for run in runs]
-            if None not in codes or any(codes):  # todos terminaram, ou um caiu
-                break
-            if time.monotonic() - start > timeout_s:
-                raise TimeoutError(
-                    f"Os processos passaram de {timeout_s:g} s e foram encerrados (SIGKILL). "
-                    f"Logs em {workdir}."
-                )
-            time.sleep(0.05)
-    finally:
-        for _cfg, log, proc in procs:  # um worker cujo par não sobe ignora o SIGTERM
-            system.kill_group(proc, grace=0)
-            log.close()
-    failed = [run for run in runs if run["returncode"] not in (None, 0)]
-    if failed and raise_on_error:
-        index = failed[0]["tf_config"]["task"]["index"]
-        log = (workdir / f"worker_{index}.log").read_text(errors="replace")
-        tail = (log + (failed[0]["error"] or ""))[-2000:]
-        raise RuntimeError(
-            f"O worker {index} terminou com erro (código {failed[0]['returncode']}):\n{tail}"
-        )
-    shutil.rmtree(workdir, ignore_errors=True)
-    return runs
-
-
-def _run_job(workdir: str, index: str) -> int:
-    """Um worker "à mão": roda a função de ``PASTA/job.pkl`` e grava o retorno em
-    ``PASTA/result_ÍNDICE.pkl`` (ou o traceback em ``PASTA/error_ÍNDICE.txt``, e sai com 1)."""
-    from ray import cloudpickle
-
-    fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
-    try:
-        value = fn(config)
-    except Exception:
-        import traceback
-
-        (Path(workdir) / f"error_{index}.txt").write_text(traceback.format_exc())
-        return 1
-    (Path(workdir) / f"result_{index}.pkl").write_bytes(cloudpickle.dumps(value))
-    return 0

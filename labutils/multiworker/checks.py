@@ -9,14 +9,18 @@ função de treino (2 processos locais, um passo, sem o Ray); 4. o trainer antes
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from labutils import config as lab_config
 from labutils import system
-from labutils.multiworker import launch_by_hand, read_workers, strategy_name
+from labutils.multiworker import LEGACY_KERAS_ENV, read_workers, strategy_name
 
 MWMS = "MultiWorkerMirroredStrategy"
 
@@ -319,6 +323,84 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+# Os processos, como o Ray Train os abriria: a função vai por cloudpickle, cada processo recebe o
+# seu ``TF_CONFIG`` e roda ``python -c _WORKER_MAIN PASTA ÍNDICE``. Sem GPU: a verificação confere
+# a lógica num passo, e dois TensorFlow disputariam a memória da mesma GPU.
+_WORKER_MAIN = (
+    "import sys; from labutils.multiworker.checks import _run_job; "
+    "sys.exit(_run_job(*sys.argv[1:3]))"
+)
+
+
+def _tf_configs(num_workers: int) -> list[dict[str, Any]]:
+    """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
+    system.check_int(num_workers, "num_workers")
+    workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
+    return [
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
+        for i in range(num_workers)
+    ]
+
+
+def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float) -> list[dict]:
+    """``fn(config)`` em ``num_workers`` processos locais; por worker, ``tf_config``, ``value``
+    (o retorno) e ``error`` (o traceback). Se um falha, os outros são encerrados na hora (o par
+    esperaria para sempre); depois de ``timeout_s``, todos, e sobe ``TimeoutError``."""
+    from ray import cloudpickle  # o mesmo serializador que o Ray usa
+
+    configs = _tf_configs(num_workers)
+    with tempfile.TemporaryDirectory(prefix="labutils-todo3-") as workdir:
+        folder = Path(workdir)
+        (folder / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))
+        procs = []
+        for i, cfg in enumerate(configs):
+            extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
+            env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
+            env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+            cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
+            with open(folder / f"worker_{i}.log", "wb") as log:
+                procs.append(system.spawn_group(cmd, env=env, stdout=log, stderr=log))
+        deadline = time.monotonic() + timeout_s
+        try:
+            while None in (codes := [proc.poll() for proc in procs]) and not any(codes):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"Os processos passaram de {timeout_s:g} s.")
+                time.sleep(0.05)
+        finally:
+            for proc in procs:  # um worker cujo par não sobe ignora o SIGTERM
+                system.kill_group(proc, grace=0)
+        runs = []
+        for i, (cfg, code) in enumerate(zip(configs, codes, strict=True)):
+            out, error = folder / f"result_{i}.pkl", folder / f"error_{i}.txt"
+            run = {"tf_config": cfg, "value": None, "error": None}
+            if out.exists():
+                run["value"] = cloudpickle.loads(out.read_bytes())
+            elif error.exists():
+                run["error"] = error.read_text(errors="replace")
+            elif code:  # caiu sozinho sem traceback (um sinal, um os._exit): o fim do log
+                log = (folder / f"worker_{i}.log").read_text(errors="replace")
+                run["error"] = f"{log[-2000:]}\n(o processo terminou com código {code})"
+            runs.append(run)
+    return runs
+
+
+def _run_job(workdir: str, index: str) -> int:
+    """Um worker: roda a função de ``PASTA/job.pkl`` e grava o retorno em
+    ``PASTA/result_ÍNDICE.pkl`` (ou o traceback em ``PASTA/error_ÍNDICE.txt``, e sai com 1)."""
+    from ray import cloudpickle
+
+    fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
+    try:
+        value = fn(config)
+    except Exception:
+        import traceback
+
+        (Path(workdir) / f"error_{index}.txt").write_text(traceback.format_exc())
+        return 1
+    (Path(workdir) / f"result_{index}.pkl").write_bytes(cloudpickle.dumps(value))
+    return 0
+
+
 def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, Any]]:
     """:func:`_observe` em ``num_workers`` processos; os erros deles viram mensagens."""
 
@@ -326,9 +408,7 @@ def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, An
         return _observe(fn, cfg)
 
     try:
-        runs = launch_by_hand(
-            observed, config, num_workers=num_workers, timeout_s=_TIMEOUT_S, raise_on_error=False
-        )
+        runs = _launch(observed, config, num_workers, _TIMEOUT_S)
     except TimeoutError:
         raise CheckFailed(
             f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): um deles "
@@ -433,6 +513,7 @@ def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 
     unfinished(fn, "train_loop_per_worker")
     if not callable(fn):
         raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
+    system.check_int(num_workers, "num_workers")
     if pending := pending_todo(fn):  # nem inicia os processos
         raise TodoNotDone(pending)
     global_batch = int(config["batch_per_worker"]) * num_workers
