@@ -18,6 +18,21 @@ print("réplicas:", strategy.num_replicas_in_sync, strategy.extended.worker_devi
 PY
 echo "== sonda (a rede da lição 05)"
 $PY -c "from labutils import doctor; print(doctor.speed_probe(5.0))"
+echo "== Ray: quem vê a GPU (sem num_gpus: nenhuma, \"\"; com num_gpus=1: só a sua)"
+$PY - <<'PY'
+import labutils  # antes do ray: o padrão que esconde a GPU de quem não a pede
+import ray
+from labutils.raytools import init_ray
+
+init_ray(dashboard=False)
+def seen():
+    import os
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+print("sem num_gpus:", repr(ray.get(ray.remote(num_cpus=1)(seen).remote())))
+if ray.cluster_resources().get("GPU"):
+    print("num_gpus=1:  ", repr(ray.get(ray.remote(num_cpus=1, num_gpus=1)(seen).remote())))
+ray.shutdown()
+PY
 echo "== lições 05, 06 e 07 (solução), escala $LABUTILS_SCALE"
 out=$(mktemp -d)
 for nb in notebooks/05_*.ipynb notebooks/06_*.ipynb notebooks/07_*_solucao.ipynb; do
