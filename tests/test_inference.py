@@ -6,6 +6,7 @@ Nada aqui mede velocidade: só correção, com imagens aleatórias pequenas e um
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -42,6 +43,26 @@ def ray_session():
 
 
 # ---------------------------------------------------------------- sem Ray
+
+
+def test_configure_threads_asks_for_gpu_memory_on_demand(monkeypatch):
+    """O kernel e os atores da lição 06 dividem a GPU (simulada aqui): cada um pede a memória dela
+    sob demanda, senão o primeiro TF reservaria quase toda."""
+    import tensorflow as tf
+
+    calls = []
+    gpu = SimpleNamespace(name="/physical_device:GPU:0")
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else []
+    )
+    monkeypatch.setattr(
+        tf.config.experimental, "set_memory_growth", lambda d, on: calls.append((d.name, on))
+    )
+    # as threads também são simuladas: este processo do pytest fica como está
+    for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
+        monkeypatch.setattr(tf.config.threading, name, lambda n: calls.append(n))
+    load("06_inferencia_em_lote").configure_threads(1)
+    assert calls == [(gpu.name, True), 1, 1]
 
 
 def test_check_same_labels_goes_red_on_any_difference():
