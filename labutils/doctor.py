@@ -178,6 +178,7 @@ TF_TIMEOUT_S = 180.0
 
 # Roda num processo separado: dividir a CPU em dispositivos lógicos só funciona antes de o
 # TensorFlow iniciar seus dispositivos, e o kernel do notebook não deve ficar "gasto".
+# Não importa o labutils: se algo falta no ambiente, que o erro seja o do TensorFlow.
 _TF_PROBE = r"""
 import json, os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -198,32 +199,16 @@ try:
     out["legacy_keras"] = tf.keras.__name__.startswith("tf_keras")
 except Exception as err:
     out["tf_keras_error"] = f"{type(err).__name__}: {err}"
-print("DOCTOR_JSON=" + json.dumps(out))
+print(JSON_MARK + json.dumps(out))
 """
-
-
-def json_probe(cmd: list[str], *, timeout: float, late: str, failed: str) -> dict:
-    """O JSON da linha ``DOCTOR_JSON=...`` de uma sonda num subprocesso. Nunca trava nem levanta:
-    ``{"error": late}`` depois de ``timeout`` s; ``{"error": "<failed> (código N): ..."}``."""
-    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
-    try:
-        proc = system.run(cmd, timeout=timeout, env=env, check=False)
-    except system.CommandError:
-        return {"error": late}
-    except OSError as err:
-        return {"error": f"não consegui rodar {cmd[0]}: {err}"}
-    for line in proc.stdout.splitlines():
-        if line.startswith("DOCTOR_JSON="):
-            return json.loads(line.removeprefix("DOCTOR_JSON="))
-    tail = (proc.stderr.strip().splitlines() or ["(sem mensagem)"])[-1]
-    return {"error": f"{failed} (código {proc.returncode}): {tail}"}
 
 
 def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
     system.check_seconds(timeout)
-    return json_probe(
-        [python, "-c", _TF_PROBE],
+    return system.run_json(
+        [python, "-c", f"JSON_MARK = {system.JSON_MARK!r}\n{_TF_PROBE}"],
+        env=config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"}),
         timeout=timeout,
         late=f"o TensorFlow não carregou em {timeout:g} s",
         failed="import tensorflow falhou",
@@ -482,6 +467,7 @@ import json, os, sys, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
+from labutils.system import JSON_MARK
 from labutils.tf import create_model
 seconds = float(sys.argv[1])
 gpus = tf.config.list_physical_devices("GPU")
@@ -497,14 +483,15 @@ while time.perf_counter() - start < seconds:
     steps += 1
 elapsed = time.perf_counter() - start
 out = {"images_per_s": steps * 64 / elapsed, "device": gpus[0].name if gpus else "nenhuma"}
-print("DOCTOR_JSON=" + json.dumps(out))
+print(JSON_MARK + json.dumps(out))
 """
 
 
 def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) -> dict:
     """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}`` (nunca trava)."""
-    return json_probe(
+    return system.run_json(
         [sys.executable, "-c", _SPEED_PROBE, str(seconds)],
+        env=config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"}),
         timeout=timeout,
         late=f"a sonda não terminou em {timeout:g} s",
         failed="a sonda falhou",

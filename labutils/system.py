@@ -4,6 +4,7 @@ portas e endereços; e a validação dos números que as funções do pacote rec
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -75,6 +76,34 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(f"`{shown}` falhou (código {proc.returncode}):{_tail(out, err)}")
     return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+#: o começo da linha em que um subprocesso Python devolve o seu resultado a :func:`run_json`
+JSON_MARK = "LABUTILS_JSON="
+
+
+def run_json(
+    cmd: Sequence[str],
+    *,
+    timeout: float,
+    late: str,
+    failed: str,
+    env: Mapping[str, str] | None = None,
+) -> dict:
+    """O JSON da última linha ``LABUTILS_JSON=...`` que ``cmd`` imprime. Nunca trava nem levanta:
+    ``{"error": late}`` depois de ``timeout`` s (com o grupo do processo encerrado); sem a linha,
+    ``{"error": "<failed> (código N): <o fim do stderr>"}``."""
+    try:
+        proc = run(cmd, timeout=timeout, env=env, check=False)
+    except CommandError:
+        return {"error": late}
+    except OSError as err:
+        return {"error": f"não consegui rodar {cmd[0]}: {err}"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(JSON_MARK):
+            return json.loads(line.removeprefix(JSON_MARK))
+    tail = " | ".join(proc.stderr.strip().splitlines()[-3:]) or "(sem mensagem)"
+    return {"error": f"{failed} (código {proc.returncode}): {tail}"}
 
 
 def _tail(out: str | None, err: str | None, lines: int = 8) -> str:

@@ -22,6 +22,23 @@ def test_run_returns_output_and_fails_in_portuguese_on_error(tmp_path):
         system.run([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30)
 
 
+def test_run_json_reads_the_marked_line_and_never_raises():
+    noisy = (
+        "import json, sys; from labutils.system import JSON_MARK; print('{ruído}');"
+        "print(JSON_MARK + json.dumps({'a': 1})); print('fim'); print('aviso', file=sys.stderr)"
+    )
+    kw = {"timeout": 30, "late": "atrasou", "failed": "falhou"}
+    assert system.run_json([sys.executable, "-c", noisy], **kw) == {"a": 1}
+    no_line = "import sys; print('{}'); print('quebrou', file=sys.stderr); sys.exit(4)"
+    assert system.run_json([sys.executable, "-c", no_line], **kw) == {
+        "error": "falhou (código 4): quebrou"
+    }
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    assert system.run_json(slow, **{**kw, "timeout": 1}) == {"error": "atrasou"}
+    missing = system.run_json(["/nao/existe"], **kw)["error"]
+    assert missing.startswith("não consegui rodar /nao/existe")
+
+
 def test_run_past_its_timeout_kills_the_whole_group_fast(tmp_path):
     pid_file = tmp_path / "child.pid"
     # o comando cria um neto que dormiria 60 s: o prazo tem de encerrar os dois

@@ -68,13 +68,13 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
     env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale})
     cmd = [sys.executable, "-m", "tools.bench.inference_bench", json.dumps(args)]
-    try:
-        done = system.run(cmd, timeout=timeout_s(scale), env=env, check=False)
-        lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
-        tail = " | ".join(done.stderr.strip().splitlines()[-5:])
-        result = json.loads(lines[-1]) if lines else {"error": f"código {done.returncode}: {tail}"}
-    except system.CommandError:
-        result = {"error": f"passou do limite de {timeout_s(scale):g} s e foi encerrado (SIGKILL)."}
+    result = system.run_json(
+        cmd,
+        env=env,
+        timeout=timeout_s(scale),
+        late=f"passou do limite de {timeout_s(scale):g} s e foi encerrado (SIGKILL).",
+        failed="o processo de medida terminou sem resultado",
+    )
     add_rows(report, result)
 
 
@@ -248,7 +248,7 @@ def _main(argv: list[str]) -> int:
         out = {"error": "DatasetUnavailableError: " + " ".join(str(err).split())}
     except Exception as err:  # a linha do relatório diz o que falhou
         out = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:400]}"}
-    print(json.dumps(out), flush=True)
+    print(system.JSON_MARK + json.dumps(out), flush=True)
     return 0
 
 

@@ -79,15 +79,13 @@ def spawn(mode: str, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """
     env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]})
     cmd = [sys.executable, "-m", "tools.bench.tf_measure", mode, json.dumps(args)]
-    try:
-        done = system.run(cmd, timeout=timeout_s, env=env, check=False)
-    except system.CommandError:
-        return {"error": f"passou do limite de {timeout_s:g} s e foi encerrado (SIGKILL)."}
-    for line in reversed(done.stdout.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    tail = " | ".join(done.stderr.strip().splitlines()[-5:])
-    return {"error": f"o processo de medida terminou com código {done.returncode}: {tail}"}
+    return system.run_json(
+        cmd,
+        env=env,
+        timeout=timeout_s,
+        late=f"passou do limite de {timeout_s:g} s e foi encerrado (SIGKILL).",
+        failed="o processo de medida terminou sem resultado",
+    )
 
 
 def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> None:

@@ -222,6 +222,7 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
 
 def _main(argv: list[str]) -> int:
     from labutils.data import DatasetUnavailableError
+    from labutils.system import JSON_MARK
 
     mode, args = argv[0], json.loads(argv[1])
     measure = {"local": measure_local, "multiworker": measure_multiworker}[mode]
@@ -229,7 +230,7 @@ def _main(argv: list[str]) -> int:
         out = measure(args)
     except DatasetUnavailableError as err:
         out = {"error": "DatasetUnavailableError: " + " ".join(str(err).split())}
-    print(json.dumps(out), flush=True)
+    print(JSON_MARK + json.dumps(out), flush=True)
     return 0
 
 
