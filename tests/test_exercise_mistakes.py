@@ -264,6 +264,34 @@ def test_a_failure_config_without_a_limit_is_a_right_answer(capsys):
     assert "recomeça sempre que um worker cair" in capsys.readouterr().out
 
 
+def test_with_a_gpu_per_worker_the_example_and_the_trainer_ask_ray_train_for_them(capsys):
+    """Numa máquina com uma GPU por worker, o plano pede ``{"GPU": 1}`` a cada um; o Ray Train
+    recusa esse ``resources_per_worker`` sem ``use_gpu=True`` ("`use_gpu` is False but `GPU` was
+    found"). O exemplo da seção 3 e o trainer do TODO 4 passam os dois."""
+    import ast
+
+    gpu_plan = multiworker.WorkerPlan(2, True, {"CPU": 1.0, "GPU": 1.0})
+    made = []
+
+    def trainer_until_fit(*_, scaling_config, **__):
+        made.append(scaling_config)
+        raise InterruptedError  # o exemplo para aqui, sem treinar
+
+    example = ast.parse(_cell("def rodar_exemplo("))
+    example.body = [n for n in example.body if isinstance(n, ast.FunctionDef)]
+    ns = {**NAMESPACE, "plan": gpu_plan, "TensorflowTrainer": trainer_until_fit}
+    ns["exemplo_por_worker"] = None  # a função dos workers: não chega a rodar
+    exec(compile(example, str(SOLUTION), "exec"), ns)
+    with pytest.raises(InterruptedError):
+        ns["rodar_exemplo"](2)
+    assert made[0].use_gpu and made[0].num_gpus_per_worker == 1
+    ns = {**NAMESPACE, "plan": gpu_plan, "__name__": "__main__"}
+    for piece in PIECES:
+        exec(compile(_cell(piece), str(SOLUTION), "exec"), ns)
+    checks.check_scaling_config(ns["trainer"].scaling_config, gpu_plan)
+    assert "use_gpu=True" in capsys.readouterr().out
+
+
 def test_the_check_result_sees_what_the_model_used_not_the_strategy_object():
     """Um modelo criado fora do escopo, com uma estratégia existindo no processo: a descrição do
     worker vem de ``model.distribute_strategy`` e o ``check_result`` recusa."""
