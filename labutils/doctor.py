@@ -454,8 +454,9 @@ def as_table(rows: Iterable[Row]):
 # O ensaio (``make rehearsal``) rodou cada lição na escala ``full`` numa máquina de referência e
 # gravou em ``docs/ensaio/ensaio.json`` os minutos de cada lição e a **sonda** medida lá
 # (imagens/s da rede da lição 05, threads padrão do TF, CPU ou GPU). Aqui a mesma sonda mede esta
-# máquina, e cada lição é estimada pela razão entre as duas. As lições sem TensorFlow não ganham
-# com uma GPU: se a sonda rodou numa, elas usam a razão entre as CPUs lógicas. É uma estimativa
+# máquina, e cada lição é estimada pela razão entre as duas. As lições que não usam a GPU (as sem
+# TensorFlow, e a 06, que a esconde) não ganham com ela: se a sonda rodou numa, essas usam a razão
+# entre as CPUs lógicas (o ``gpu`` de cada lição no ensaio). É uma estimativa
 # grosseira, para decidir antes da aula se a lição cabe no período ou se roda antes/numa GPU.
 
 REHEARSAL_JSON = REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
@@ -509,7 +510,7 @@ def estimate_minutes(reference: dict, probe: dict, cpus: int) -> dict[str, tuple
     for row in reference["lessons"]:
         if row.get("error"):
             continue
-        ratio = tf_ratio if row.get("tensorflow", True) else cpu_ratio
+        ratio = tf_ratio if row.get("gpu", True) else cpu_ratio
         out[row["notebook"]] = (row["core_s"] / 60 * ratio, row["optional_s"] / 60 * ratio)
     return out
 

@@ -152,19 +152,6 @@ def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
     return max(0.05, min(1.0, round((total - reserve) / actors, 2)))
 
 
-def gpus_per_actor(actors: int) -> float:
-    """GPU (fração) que cada um de ``actors`` atores pede ao Ray: 0 sem GPU neste processo. Com
-    GPU, a linha de base roda nela, e os atores também (sem ``num_gpus``, não a veriam:
-    :data:`labutils.config.HIDE_GPUS_ENV`)."""
-    import ray
-    import tensorflow as tf
-
-    if not tf.config.list_physical_devices("GPU"):
-        return 0.0
-    gpus = float(ray.cluster_resources().get("GPU", 0.0))
-    return round(min(1.0, gpus / max(1, actors)), 4) if gpus else 0.0
-
-
 def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
     """``AssertionError`` se os rótulos de ``got`` não são os da referência ou a confiança difere
     (além do arredondamento): pega imagens trocadas mesmo quando um modelo fraco dá a mesma

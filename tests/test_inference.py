@@ -6,7 +6,6 @@ Nada aqui mede velocidade: só correção, com imagens aleatórias pequenas e um
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -43,26 +42,6 @@ def ray_session():
 
 
 # ---------------------------------------------------------------- sem Ray
-
-
-def test_configure_threads_asks_for_gpu_memory_on_demand(monkeypatch):
-    """O kernel e os atores da lição 06 dividem a GPU (simulada aqui): cada um pede a memória dela
-    sob demanda, senão o primeiro TF reservaria quase toda."""
-    import tensorflow as tf
-
-    calls = []
-    gpu = SimpleNamespace(name="/physical_device:GPU:0")
-    monkeypatch.setattr(
-        tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else []
-    )
-    monkeypatch.setattr(
-        tf.config.experimental, "set_memory_growth", lambda d, on: calls.append((d.name, on))
-    )
-    # as threads também são simuladas: este processo do pytest fica como está
-    for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
-        monkeypatch.setattr(tf.config.threading, name, lambda n: calls.append(n))
-    load("06_inferencia_em_lote").configure_threads(1)
-    assert calls == [(gpu.name, True), 1, 1]
 
 
 def test_check_same_labels_goes_red_on_any_difference():
@@ -182,21 +161,3 @@ def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
 # de que dão os mesmos rótulos que um processo só são a própria lição 06, que o nbval executa na
 # escala smoke (cada degrau passa por ``check_same_labels``, provado vermelho acima). Repeti-los
 # aqui custava ~50 s de CI (quatro processos com TensorFlow) sem verificar nada novo.
-
-
-def test_actors_ask_for_the_gpu_only_when_the_baseline_runs_on_one(monkeypatch):
-    """Com GPU neste processo, os atores pedem ``num_gpus`` (a mesma GPU da linha de base);
-    sem GPU, 0 (falsos aqui: a máquina do CI não tem GPU)."""
-    import ray
-    import tensorflow as tf
-
-    from labutils import inference
-
-    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0, "GPU": 1.0})
-    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
-    assert inference.gpus_per_actor(2) == 0.0
-    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: ["GPU:0"])
-    assert inference.gpus_per_actor(2) == 0.5
-    assert inference.gpus_per_actor(1) == 1.0
-    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})  # a GPU só no driver
-    assert inference.gpus_per_actor(2) == 0.0

@@ -15,9 +15,9 @@ REFERENCE = {
     "probe": {"images_per_s": 4000.0, "device": "nenhuma"},
     "class_period_min": 15.0,
     "lessons": [
-        {"notebook": "02_busca.ipynb", "tensorflow": False, "core_s": 600.0, "optional_s": 120.0},
-        {"notebook": "05_tf.ipynb", "tensorflow": True, "core_s": 840.0, "optional_s": 240.0},
-        {"notebook": "07_x.ipynb", "tensorflow": True, "core_s": 0, "optional_s": 0, "error": "x"},
+        {"notebook": "02_busca.ipynb", "gpu": False, "core_s": 600.0, "optional_s": 120.0},
+        {"notebook": "05_tf.ipynb", "gpu": True, "core_s": 840.0, "optional_s": 240.0},
+        {"notebook": "07_x.ipynb", "gpu": True, "core_s": 0, "optional_s": 0, "error": "x"},
     ],
 }
 
@@ -84,3 +84,24 @@ def test_each_lesson_header_cites_the_rehearsal_table():
         assert "docs/ensaio/ensaio.md" in header, f"{path.name} não cita o ensaio"
         minutes = f"{lesson['core_s'] / 60:.1f}".replace(".", ",")
         assert f"levou {minutes} min" in header, f"{path.name}: o ensaio diz {minutes} min"
+
+
+def test_the_rehearsal_says_which_lessons_use_the_gpu():
+    """05 e 07 usam a GPU quando há uma; a 06 a esconde e, como as sem TensorFlow, o doctor a
+    estima pelas CPUs. A regra do ensaio e o ``gpu`` gravado em ``ensaio.json`` concordam."""
+    import json
+    from pathlib import Path
+
+    import nbformat
+
+    from tools.rehearsal import uses_gpu
+
+    root = Path(__file__).resolve().parents[1]
+    table = json.loads((root / "docs" / "ensaio" / "ensaio.json").read_text(encoding="utf-8"))
+    marked = set()
+    for lesson in table["lessons"]:
+        cells = nbformat.read(root / "notebooks" / lesson["notebook"], as_version=4).cells
+        gpu = uses_gpu("\n".join(c.source for c in cells if c.cell_type == "code"))
+        assert lesson["gpu"] == gpu, lesson["notebook"]
+        marked |= {lesson["notebook"][:2]} if gpu else set()
+    assert marked == {"05", "07"}

@@ -86,6 +86,13 @@ def machine() -> dict:
     }
 
 
+def uses_gpu(source: str) -> bool:
+    """Se a lição (o código das células) usa a GPU quando há uma: usa o TensorFlow e não a esconde
+    (a 06 roda só na CPU: ``CUDA_VISIBLE_DEVICES=""`` na primeira célula)."""
+    uses_tf = any(k in source for k in ("tensorflow", "labutils.tf", "inference", "multiworker"))
+    return uses_tf and 'os.environ["CUDA_VISIBLE_DEVICES"] = ""' not in source
+
+
 def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
     """Executa ``path`` num kernel novo; devolve tempos por célula, totais e o erro, se houve."""
     import nbformat
@@ -94,7 +101,6 @@ def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
 
     nb = nbformat.read(str(path), as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    uses_tf = any(k in source for k in ("tensorflow", "labutils.tf", "inference", "multiworker"))
     cells: list[dict] = []
     started: dict[int, float] = {}
 
@@ -139,7 +145,7 @@ def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
     optional = sum(c["seconds"] for c in cells if c["optional"])
     return {
         "notebook": path.name,
-        "tensorflow": uses_tf,  # o doctor estima estas pela sonda; as outras, também pelas CPUs
+        "gpu": uses_gpu(source),  # o doctor estima estas pela sonda; as outras, pelas CPUs
         "total_s": round(total, 1),
         "core_s": round(core, 1),
         "optional_s": round(optional, 1),

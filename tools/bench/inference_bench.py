@@ -66,8 +66,10 @@ def timeout_s(scale: str) -> float:
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
     """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
-    env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale})
+    # só a CPU, como a lição 06: o limite de cada linha se conta em núcleos
+    extra = {"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale, "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, "-m", "tools.bench.inference_bench", json.dumps(args)]
+    env = measure_env(extra)
     result = system.run_json(
         cmd,
         env=env,
