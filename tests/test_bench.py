@@ -96,6 +96,18 @@ def test_tf_rows_missing_are_reported_not_faked():
     assert all("passou do limite" in s.reason for s in report.skipped)
 
 
+def test_mirrored_on_one_gpu_split_in_two_is_bounded_by_one_gpu():
+    results = {k: [10.0] for k in ("pipe_plain", "pipe_cached", "fit_plain", "fit_central")}
+    for physical, bound in ((1, 1.0), (2, 2.0)):
+        meta = {"device_kind": "gpu", "replicas": 2, "physical": physical}
+        report = Report({})
+        tf_bench._add_rows(
+            report, {"meta": meta, "results": {**results, "fit_mirrored": [15.0]}}, {}
+        )
+        mirrored = next(r for r in report.rows if r.approach == "MirroredStrategy")
+        assert mirrored.bound == bound, mirrored.note
+
+
 def test_inference_rows_have_speedup_and_bound_or_say_why_not():
     report = Report({})
     inference_bench.add_rows(report, {"error": "passou do limite de 9 s"})

@@ -118,7 +118,13 @@ def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> N
         "fit_central", "fit_plain", note="linha de base do treino; speedup sobre o pipeline simples"
     )
     kind, replicas = meta.get("device_kind", "cpu"), meta.get("replicas", 1)
-    if kind == "gpu":
+    physical = meta.get("physical", replicas)
+    if kind == "gpu" and physical < replicas:
+        bound, why = (
+            float(physical),
+            f"{physical} GPU física(s) em {replicas} réplicas: limite {physical}x",
+        )
+    elif kind == "gpu":
         bound, why = float(replicas), f"{replicas} GPU(s): uma réplica por GPU"
     else:
         bound, why = 1.0, f"{replicas} CPUs lógicas sobre os mesmos núcleos: limite 1x"

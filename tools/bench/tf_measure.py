@@ -101,6 +101,7 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
         model = create_model()
     results["fit_mirrored"] = _fit(model, mirrored, n, repeats)
     meta = {"images": n, "source": source, "device_kind": devices.kind, "replicas": replicas}
+    meta["physical"] = len(devices.physical)  # uma GPU dividida em 2 réplicas conta 1
     return {"meta": meta, "results": results}
 
 
@@ -189,10 +190,13 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
         total_cpus = float(ray.cluster_resources().get("CPU", 0))
         cpus = min(1.0, total_cpus / 4) or 0.5
         meta["cpus_per_worker"] = cpus
+        # o mesmo dispositivo nos dois treinos: numa máquina com 1 GPU, o plano de 1 worker a
+        # usaria e o de 2 não, e o speedup compararia a GPU com a CPU
+        use_gpu = multiworker.plan_workers(2, cpus_per_worker=cpus).use_gpu
         for workers in (1, 2):
             key = f"mw_{workers}"
             try:
-                plan = multiworker.plan_workers(workers, cpus_per_worker=cpus)
+                plan = multiworker.plan_workers(workers, use_gpu=use_gpu, cpus_per_worker=cpus)
                 trainer = TensorflowTrainer(
                     _multiworker_loop,
                     train_loop_config=args,
