@@ -238,6 +238,9 @@ def create_model(
             loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False),
             optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate),
             metrics=["accuracy"],
+            # numa GPU, o Keras ligaria o XLA só no modelo fora de estratégia: o mesmo cálculo nos
+            # dois, para a comparação da lição 05 (na CPU, já é assim)
+            jit_compile=False,
         )
     return model
 

@@ -135,6 +135,22 @@ def test_save_lesson_model_writes_where_lesson_06_reads(tmp_path, monkeypatch):
         save_lesson_model("modelo")
 
 
+def test_the_model_trains_without_xla_with_or_without_a_strategy(monkeypatch):
+    """Numa GPU (simulada aqui), o Keras ligaria o XLA sozinho só no modelo fora de estratégia;
+    o centralizado e o espelhado da lição 05 fariam cálculos diferentes."""
+    from types import SimpleNamespace
+
+    real = tf.config.list_physical_devices
+    fake = [SimpleNamespace(device_type="CPU"), SimpleNamespace(device_type="GPU")]
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: fake if kind is None else real(kind)
+    )
+    auto = create_model(compile=False)
+    auto.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
+    assert auto.jit_compile  # o controle: sem dizer nada, o Keras ligaria o XLA
+    assert create_model().jit_compile is False
+
+
 def test_setup_devices_rejects_bad_counts():
     for bad in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="logical_cpus"):
