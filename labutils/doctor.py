@@ -539,13 +539,15 @@ def check_lesson_times(
     )
     rows = [Row(OK, "tempo das lições", where)]
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    gpu = {row["notebook"]: row.get("gpu", True) for row in reference["lessons"]}
     for name, (core, optional) in estimate_minutes(reference, probe, cpus).items():
         detail = f"~{core:.0f} min no caminho principal (+{optional:.0f} min nas opcionais)"
         if core <= period:
             rows.append(Row(OK, name, detail))
         else:
-            rows.append(Row(WARN, name, f"{detail}: passa dos {period:g} min de uma aula",
-                            "rode-a antes da aula (`make notebooks`) ou numa máquina com GPU"))  # fmt: skip
+            faster = "com GPU" if gpu[name] else "com mais núcleos (esta lição não usa GPU)"
+            remedy = f"rode-a antes da aula (`make notebooks`) ou numa máquina {faster}"
+            rows.append(Row(WARN, name, f"{detail}: passa dos {period:g} min de uma aula", remedy))
     return rows
 
 

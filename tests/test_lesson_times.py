@@ -38,6 +38,8 @@ def test_a_slower_cpu_machine_is_warned_and_told_what_to_do():
     assert rows["02_busca.ipynb"].status == WARN and "~20 min" in rows["02_busca.ipynb"].detail
     assert rows["05_tf.ipynb"].status == WARN and "~28 min" in rows["05_tf.ipynb"].detail
     assert "antes da aula" in rows["05_tf.ipynb"].remedy
+    assert rows["05_tf.ipynb"].remedy.endswith("numa máquina com GPU")
+    assert "mais núcleos (esta lição não usa GPU)" in rows["02_busca.ipynb"].remedy
     assert "0.50x" in rows["tempo das lições"].detail
 
 
