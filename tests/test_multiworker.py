@@ -266,6 +266,21 @@ def test_the_check_kills_processes_that_hang(by_value):
     assert system.alive(descendants(os.getpid())) <= before
 
 
+def test_the_check_stops_the_workers_it_started_when_another_does_not_start(by_value, monkeypatch):
+    started, real = [], system.spawn_group
+
+    def spawn_once(*args, **kwargs):
+        if started:
+            raise OSError("sem processos livres")
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(system, "spawn_group", spawn_once)
+    with pytest.raises(OSError, match="sem processos livres"):
+        checks._launch(_hang, {}, num_workers=2, timeout_s=60)
+    assert started[0].wait(timeout=10) < 0  # o 1º, que esperaria o par, foi encerrado (um sinal)
+
+
 def _boom(config):
     if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:
         raise ValueError("quebrou de propósito")

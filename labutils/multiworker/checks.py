@@ -353,15 +353,15 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
         folder = Path(workdir)
         (folder / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))
         procs = []
-        for i, cfg in enumerate(configs):
-            extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
-            env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
-            env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-            cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
-            with open(folder / f"worker_{i}.log", "wb") as log:
-                procs.append(system.spawn_group(cmd, env=env, stdout=log, stderr=log))
         deadline = time.monotonic() + timeout_s
-        try:
+        try:  # o finally encerra também os já iniciados, se um não iniciar
+            for i, cfg in enumerate(configs):
+                extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
+                env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
+                env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+                cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
+                with open(folder / f"worker_{i}.log", "wb") as log:
+                    procs.append(system.spawn_group(cmd, env=env, stdout=log, stderr=log))
             while None in (codes := [proc.poll() for proc in procs]) and not any(codes):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"Os processos passaram de {timeout_s:g} s.")
