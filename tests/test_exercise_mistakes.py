@@ -60,14 +60,15 @@ def _cell(defines: str) -> str:
     return next(c.source for c in cells if c.cell_type == "code" and defines in c.source)
 
 
-def _solution(*swaps: tuple[str, str]) -> dict:
-    """Executa as células das peças do aluno da solução, com cada ``(trecho, troca)`` aplicada."""
+def _solution(*swaps: tuple[str, str], plan: multiworker.WorkerPlan = PLAN) -> dict:
+    """Executa as células das peças do aluno da solução, com cada ``(trecho, troca)`` aplicada
+    e o plano ``plan`` (o de :func:`multiworker.plan_workers`)."""
     sources = [_cell(piece) for piece in PIECES]
     for old, new in swaps:
         hits = [i for i, source in enumerate(sources) if old in source]
         assert hits, f"o erro {old!r} não se aplica mais à solução: atualize o teste"
         sources[hits[0]] = sources[hits[0]].replace(old, new)
-    ns = {"__name__": "__main__", **NAMESPACE}
+    ns = {"__name__": "__main__", **NAMESPACE, "plan": plan}
     for source in sources:
         exec(compile(source, str(SOLUTION), "exec"), ns)
     ns["_touched"] = {PIECES[i] for i, source in enumerate(sources) if source != _cell(PIECES[i])}
@@ -285,10 +286,8 @@ def test_with_a_gpu_per_worker_the_example_and_the_trainer_ask_ray_train_for_the
     with pytest.raises(InterruptedError):
         ns["rodar_exemplo"](2)
     assert made[0].use_gpu and made[0].num_gpus_per_worker == 1
-    ns = {**NAMESPACE, "plan": gpu_plan, "__name__": "__main__"}
-    for piece in PIECES:
-        exec(compile(_cell(piece), str(SOLUTION), "exec"), ns)
-    checks.check_scaling_config(ns["trainer"].scaling_config, gpu_plan)
+    trainer = _solution(plan=gpu_plan)["trainer"]
+    checks.check_scaling_config(trainer.scaling_config, gpu_plan)
     assert "use_gpu=True" in capsys.readouterr().out
 
 

@@ -79,6 +79,11 @@ def mistake_graded(tmp_path_factory):
     return folder, _grade_cli(folder, "--all-cells")
 
 
+def _error_cells(nb) -> list:
+    """As células que terminaram com um erro."""
+    return [c for c in nb.cells if any(o.output_type == "error" for o in c.get("outputs", []))]
+
+
 def _errors(nb) -> list[str]:
     return [
         f"{o.ename}: {o.evalue}"
@@ -117,9 +122,7 @@ def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
     assert {"exemplo", "opcional"} <= {t for c in skipped for t in c.metadata.tags}
     assert not any(c.execution_count or c.outputs for c in skipped)
     # a 1ª célula com erro é a verificação do TODO 1, sem traceback
-    failed = [
-        c for c in executed.cells if any(o.output_type == "error" for o in c.get("outputs", []))
-    ]
+    failed = _error_cells(executed)
     first = next(o for o in failed[0].outputs if o.output_type == "error")
     assert "check-1-dados" in failed[0].metadata.get("tags", []), failed[0].source
     assert first.ename == "TodoNotDone" and first.evalue.startswith("TODO 1 ainda não terminado")
@@ -141,8 +144,8 @@ def test_a_copy_with_one_known_mistake_fails_exactly_that_check_and_runs_whole(m
     code = [c for c in executed.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "com --all-cells, toda célula roda"
     assert {"exemplo", "opcional"} <= {t for c in code for t in c.metadata.get("tags", [])}
-    errors = [c for c in code if any(o.output_type == "error" for o in c.get("outputs", []))]
-    assert [c.metadata.get("tags") for c in errors] == [["check-2-modelo"]], _errors(executed)
+    tags = [c.metadata.get("tags") for c in _error_cells(executed)]
+    assert tags == [["check-2-modelo"]], _errors(executed)
 
 
 @pytest.mark.slow
