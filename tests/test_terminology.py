@@ -24,9 +24,10 @@ RULES = [
     ("nó principal (head node)", r"\bn[óÓ]s?\s+(mestres?|cabeças?|centra(l|is)|head)\b"),
     ("nó de trabalho (worker)", r"\bn[óÓ]s?\s+(workers?|trabalhador(es)?)\b"),
     ("painel (dashboard)", r"\bdashboard\b"),
+    ("armazém de objetos (object store)", r"\bobject\s+store\b"),
 ]
 #: o termo em inglês pode vir entre parênteses logo depois do certo: "painel (*dashboard*)"
-GLOSS = re.compile(r"(painel|nó principal)[\s*_]*\($|(painel|nó principal)[\s*_]*\([\s*_]*$", re.I)
+GLOSS = re.compile(r"(painel|nó principal|objetos)[\s*_]*\([\s*_]*$", re.I)
 
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 
@@ -65,14 +66,16 @@ def test_one_word_per_concept(path):
 def test_the_rules_catch_each_variant_and_spare_the_right_terms():
     wrong = (
         "O escalonamento fraco mantém o lote por réplica. O agendador do Ray decide. "
-        "O nó mestre guarda o GCS; cada nó worker roda tarefas. Abra o dashboard."
+        "O nó mestre guarda o GCS; cada nó worker roda tarefas. Abra o dashboard. "
+        "Os bytes vão ao object store."
     )
-    assert len(variants(wrong)) == 5, variants(wrong)
+    assert len(variants(wrong)) == 6, variants(wrong)
     right = (
         "A escalabilidade fraca mantém o lote por réplica. O escalonador do Ray decide. "
         "O nó principal (head node) guarda o GCS; cada nó de trabalho roda tarefas. Abra o "
         "painel (dashboard) com `ray.init(include_dashboard=True)` ou `--dashboard-port`; "
-        "o **painel**\n  (*dashboard*) mostra os nós."
+        "o **painel**\n  (*dashboard*) mostra os nós. O **armazém de objetos** (*object store*) "
+        "guarda os bytes; `ray.put` os põe no armazém de objetos."
     )
     assert variants(right) == []
     assert variants("o lote chega nos workers; nos nós de trabalho") == []  # "nos" = em + os
