@@ -1,13 +1,14 @@
-"""TensorFlow das lições 05 a 07: dispositivos, o pipeline ``tf.data`` do CIFAR-100, a CNN e as
-medidas do treino (os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`).
+"""TensorFlow das lições 05 a 07: o pipeline ``tf.data`` do CIFAR-100, a CNN e as medidas do
+treino (os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`).
 
 O pipeline (``normalize_images``, ``global_batch_size``, ``get_data``) e o modelo
 (``create_model``) são escritos nas células ``# @save`` da lição 05, que os ensina; aqui fica a
 cópia que as lições 06 e 07 usam, e um teste (``tools/lesson_code.py``) confere que é a mesma.
+Os dispositivos (``setup_devices``: a CPU ou a GPU dividida para a ``MirroredStrategy``) são
+assunto só da lição 05 e estão só nas células dela (o ``make bench`` os carrega de lá).
 
-Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos: ``setup_devices``
-ainda pode dividi-los. Na lição 07, ``multiworker.use_legacy_keras()`` roda antes deste import, e
-``tf.keras`` é então o tf-keras.
+Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos. Na lição 07,
+``multiworker.use_legacy_keras()`` roda antes deste import, e ``tf.keras`` é então o tf-keras.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -25,90 +25,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from labutils.system import check_int  # noqa: E402
-
-# ---------------------------------------------------------------- dispositivos
-# A ``MirroredStrategy`` cria uma réplica por dispositivo visível. Com uma GPU só, ou só com CPU,
-# ``setup_devices`` divide o dispositivo em lógicos: mostra o *mecanismo* (lote dividido,
-# gradientes somados), sem ganho de velocidade. A divisão só vale ANTES de o TensorFlow
-# inicializar os dispositivos (a 1ª operação); depois, :class:`DevicesAlreadyInitializedError`.
-
-#: memória de cada GPU lógica quando uma GPU só é dividida (a rede da lição 05 usa bem menos)
-LOGICAL_GPU_MEMORY_MB = 1024
-
-
-class DevicesAlreadyInitializedError(RuntimeError):
-    """Os dispositivos do TensorFlow já foram inicializados com outra configuração."""
-
-
-@dataclass(frozen=True)
-class Devices:
-    """O que :func:`setup_devices` encontrou: ``kind`` (``"gpu"`` ou ``"cpu"``), os dispositivos
-    físicos e os lógicos que a ``MirroredStrategy()`` vai usar."""
-
-    kind: str
-    physical: tuple[str, ...]
-    logical: tuple[str, ...]
-
-    @property
-    def num_replicas(self) -> int:
-        return len(self.logical)
-
-    def describe(self) -> str:
-        """Resumo em português, para imprimir no notebook."""
-        if self.kind == "gpu" and len(self.physical) == 1 and len(self.logical) > 1:
-            head = (
-                f"1 GPU física dividida em {len(self.logical)} GPUs lógicas (mostra o mecanismo "
-                "da estratégia; as réplicas dividem a mesma GPU)."
-            )
-        elif self.kind == "gpu":
-            head = f"{len(self.physical)} GPU(s) física(s): uma réplica por GPU."
-        else:
-            head = (
-                f"Sem GPU: a CPU física foi dividida em {len(self.logical)} dispositivos lógicos "
-                "(mostra o mecanismo da estratégia; não acrescenta hardware)."
-            )
-        lines = [head, "Dispositivos lógicos usados pela estratégia:"]
-        return "\n".join(lines + [f"  - {name}" for name in self.logical])
-
-
-def _split(device, kind: str, count: int, config) -> tuple[str, ...]:
-    """Divide ``device`` em ``count`` dispositivos lógicos (nada muda se já está assim)."""
-    try:
-        tf.config.set_logical_device_configuration(device, [config] * count)
-    except RuntimeError as err:
-        current = len(tf.config.list_logical_devices(kind))
-        if current != count:
-            raise DevicesAlreadyInitializedError(
-                f"O TensorFlow já inicializou os dispositivos deste processo ({current} {kind}(s) "
-                f"lógica(s)), então não dá mais para dividir a {kind} em {count}.\n"
-                "Como resolver: reinicie o kernel (Kernel > Restart) e chame setup_devices() logo "
-                "no início, antes de qualquer outra operação do TensorFlow (criar tensores, "
-                "modelos ou datasets)."
-            ) from err
-    return tuple(d.name for d in tf.config.list_logical_devices(kind))
-
-
-def setup_devices(logical_cpus: int = 2) -> Devices:
-    """Prepara os dispositivos para a ``MirroredStrategy``: com várias GPUs, uma réplica por GPU
-    (memória sob demanda); com uma, ela dividida em ``logical_cpus`` GPUs lógicas; sem GPU, a CPU
-    dividida em ``logical_cpus``. Pode ser chamada de novo com a mesma configuração."""
-    check_int(logical_cpus, "logical_cpus")
-    gpus = tf.config.list_physical_devices("GPU")
-    if len(gpus) == 1 and logical_cpus > 1:
-        memory = tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)
-        return Devices("gpu", (gpus[0].name,), _split(gpus[0], "GPU", logical_cpus, memory))
-    if gpus:
-        for gpu in gpus:
-            try:
-                tf.config.experimental.set_memory_growth(gpu, True)
-            except RuntimeError:  # já inicializado: mantém a configuração em vigor
-                pass
-        logical = tf.config.list_logical_devices("GPU")
-        return Devices("gpu", tuple(g.name for g in gpus), tuple(d.name for d in logical))
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    config = tf.config.LogicalDeviceConfiguration()
-    return Devices("cpu", (cpu.name,), _split(cpu, "CPU", logical_cpus, config))
-
 
 # ---------------------------------------------------------------- pipeline tf.data do CIFAR-100
 # Numa estratégia síncrona, o ``fit`` recebe o lote **global**, que a estratégia divide entre as

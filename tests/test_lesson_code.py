@@ -44,6 +44,20 @@ def test_a_notebook_without_saved_cells_says_so(tmp_path):
         lesson_code.load(str(path))
 
 
+def test_saved_cells_run_as_in_the_kernel_without_the_future_imports_of_the_loader(tmp_path):
+    """As anotações são avaliadas como no kernel: com as do ``from __future__ import annotations``
+    do carregador (strings), um ``@dataclass`` num módulo fora de ``sys.modules`` quebrava."""
+    cell = (
+        "# @save\nfrom dataclasses import dataclass\n\n\n@dataclass(frozen=True)\n"
+        "class Pair:\n    a: int\n    b: tuple[str, ...]\n"
+    )
+    path = tmp_path / "com_dataclass.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), path)
+    lesson = lesson_code.load(str(path))
+    assert lesson.Pair(1, ("x",)).b == ("x",)
+    assert lesson.Pair.__annotations__["a"] is int
+
+
 @pytest.mark.parametrize(("notebook", "module"), lesson_code.COPIES.items())
 def test_the_copy_in_labutils_matches_the_saved_cells_of_the_lesson(notebook, module):
     """As lições seguintes usam a cópia do ``labutils``: ela é a mesma que o aluno leu."""

@@ -15,11 +15,15 @@ from processes import last_json, run_python
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from labutils.tf import DevicesAlreadyInitializedError, setup_devices  # noqa: E402
+from tools.lesson_code import load  # noqa: E402
+
+#: as células ``# @save`` da lição 05 (os dispositivos só existem lá)
+LESSON_05 = load("05_tensorflow_mirrored")
+setup_devices = LESSON_05.setup_devices
 
 try:  # outros testes deste processo podem já ter inicializado o TensorFlow
     setup_devices(2)
-except DevicesAlreadyInitializedError:
+except LESSON_05.DevicesAlreadyInitializedError:
     pass
 
 import tensorflow as tf  # noqa: E402
@@ -189,8 +193,6 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     """Com uma GPU só (simulada), a lição 05 ainda mostra duas réplicas: 2 GPUs lógicas."""
     from types import SimpleNamespace
 
-    from labutils.tf import LOGICAL_GPU_MEMORY_MB
-
     gpu = SimpleNamespace(name="/physical_device:GPU:0")
     split = []
     monkeypatch.setattr(
@@ -206,7 +208,7 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     )
     devices = setup_devices(2)
     assert devices.kind == "gpu" and devices.num_replicas == 2
-    assert [c.memory_limit for c in split[-1]] == [LOGICAL_GPU_MEMORY_MB] * 2
+    assert [c.memory_limit for c in split[-1]] == [LESSON_05.LOGICAL_GPU_MEMORY_MB] * 2
     assert "1 GPU física dividida em 2 GPUs lógicas" in devices.describe()
 
 
@@ -356,8 +358,9 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
     done = run_python(
         """
         import json, os
-        from labutils.tf import setup_devices, DevicesAlreadyInitializedError
-        devices = setup_devices(2)
+        from tools.lesson_code import load
+        lesson = load("05_tensorflow_mirrored")
+        devices = lesson.setup_devices(2)
         import tensorflow as tf
         from labutils.tf import create_model
         strategy = tf.distribute.MirroredStrategy()
@@ -365,11 +368,11 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
             model = create_model(num_classes=10)
         x = tf.random.uniform((16, 32, 32, 3)); y = tf.random.uniform((16,), 0, 10, tf.int64)
         loss = model.fit(x, y, batch_size=8, epochs=1, verbose=0).history["loss"][0]
-        again = setup_devices(2).num_replicas  # rodar de novo no mesmo processo: sem erro
+        again = lesson.setup_devices(2).num_replicas  # de novo no mesmo processo: sem erro
         try:
-            setup_devices(3)
+            lesson.setup_devices(3)
             message = None
-        except DevicesAlreadyInitializedError as err:
+        except lesson.DevicesAlreadyInitializedError as err:
             message = str(err)
         print(json.dumps({"kind": devices.kind, "replicas": strategy.num_replicas_in_sync,
                           "devices": devices.num_replicas, "again": again, "loss": loss,

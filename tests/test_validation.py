@@ -67,6 +67,13 @@ def _plan():
     return WorkerPlan(2, False, {"CPU": 1.0})
 
 
+def _lesson_05():
+    """As células ``# @save`` da lição 05 (``setup_devices`` só existe lá)."""
+    from tools.lesson_code import load
+
+    return load("05_tensorflow_mirrored")
+
+
 def m(name: str, package: str = "labutils"):
     """Atalho: ``m("config").sizes`` importa ``labutils.config`` só quando o caso roda."""
     import importlib
@@ -238,14 +245,14 @@ CASES = [
     (
         "tf.setup_devices",
         "zero CPUs lógicas",
-        lambda: lab_tf.setup_devices(0),
+        lambda: _lesson_05().setup_devices(0),
         ValueError,
         "recebi 0",
     ),
     (
         "tf.setup_devices",
         "booleano",
-        lambda: lab_tf.setup_devices(True),
+        lambda: _lesson_05().setup_devices(True),
         ValueError,
         "recebi True",
     ),

@@ -10,8 +10,8 @@ echo "== máquina"; date -u; nvidia-smi --query-gpu=name,memory.total,driver_ver
 echo "== TensorFlow"
 $PY - <<'PY'
 import tensorflow as tf
-from labutils.tf import setup_devices
-devices = setup_devices(2)
+from tools.lesson_code import load  # setup_devices está nas células da lição 05
+devices = load("05_tensorflow_mirrored").setup_devices(2)
 print(devices.describe())
 strategy = tf.distribute.MirroredStrategy()
 print("réplicas:", strategy.num_replicas_in_sync, strategy.extended.worker_devices)

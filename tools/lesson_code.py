@@ -44,7 +44,10 @@ def load(notebook: str) -> types.ModuleType:
     name = Path(notebook).stem
     module = types.ModuleType(f"licao_{name}", f"As células {MARK} de {name}.ipynb.")
     for number, source in enumerate(sources, 1):
-        code = compile(source, f"<{name}.ipynb, célula {MARK} nº {number}>", "exec")
+        # dont_inherit: sem o ``from __future__ import annotations`` deste arquivo, as anotações
+        # são avaliadas como no kernel (strings quebrariam um @dataclass fora de sys.modules)
+        where = f"<{name}.ipynb, célula {MARK} nº {number}>"
+        code = compile(source, where, "exec", dont_inherit=True)
         exec(code, module.__dict__)  # noqa: S102 (é o código da própria lição)
     return module
 

@@ -70,10 +70,11 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
     """Pipeline, treino centralizado e MirroredStrategy, num processo só."""
     import warnings
 
-    from labutils.tf import SHUFFLE_BUFFER, create_model, get_data, global_batch_size, setup_devices
+    from labutils.tf import SHUFFLE_BUFFER, create_model, get_data, global_batch_size
     from labutils.tf import normalize_images as scale
+    from tools.lesson_code import load
 
-    devices = setup_devices(logical_cpus=2)
+    devices = load("05_tensorflow_mirrored").setup_devices(logical_cpus=2)
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")
