@@ -10,9 +10,13 @@ a razão para o limite que a máquina permite. Uso, da raiz do repositório::
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
+from labutils import system
 from labutils.config import child_env
 
 #: a raiz do repositório, onde mora o pacote ``tools``
@@ -26,3 +30,22 @@ def measure_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = child_env(extra)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+def run_measure(
+    module: str, *args: Any, scale: str, timeout: float, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Roda ``python -m tools.bench.<module> ARGS...`` (um ``dict`` vai como JSON) num processo
+    novo, com a escala ``scale``, e devolve o JSON que ele imprime
+    (:func:`labutils.system.run_json`): em qualquer falha, ``{"error": motivo}``. O grupo de
+    processos inteiro, inclusive o Ray que a medida tenha iniciado, é encerrado no fim, termine ela
+    bem ou não."""
+    extra = {"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale, **(env or {})}
+    argv = [json.dumps(a) if isinstance(a, dict) else str(a) for a in args]
+    return system.run_json(
+        [sys.executable, "-m", f"tools.bench.{module}", *argv],
+        env=measure_env(extra),
+        timeout=timeout,
+        late=f"passou do limite de {timeout:g} s e foi encerrado (SIGKILL).",
+        failed="o processo de medida terminou sem resultado",
+    )

@@ -38,7 +38,7 @@ from typing import Any
 
 from labutils import system
 from labutils.config import pick, sizes
-from tools.bench import measure_env
+from tools.bench import run_measure
 from tools.bench.report import Measurement, Report, effective_bound, verdict
 
 SECTION = "Inferência em lote (lição 06)"
@@ -67,15 +67,9 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
     """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
     # só a CPU, como a lição 06: o limite de cada linha se conta em núcleos
-    extra = {"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale, "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "tools.bench.inference_bench", json.dumps(args)]
-    env = measure_env(extra)
-    result = system.run_json(
-        cmd,
-        env=env,
-        timeout=timeout_s(scale),
-        late=f"passou do limite de {timeout_s(scale):g} s e foi encerrado (SIGKILL).",
-        failed="o processo de medida terminou sem resultado",
+    hide_gpu = {"CUDA_VISIBLE_DEVICES": ""}
+    result = run_measure(
+        "inference_bench", args, scale=scale, timeout=timeout_s(scale), env=hide_gpu
     )
     add_rows(report, result)
 

@@ -14,14 +14,11 @@ que mede nas imagens aleatórias do mock, no mesmo tamanho, e diz isso em cada l
 
 from __future__ import annotations
 
-import json
 import statistics
-import sys
 from typing import Any
 
-from labutils import system
 from labutils.config import pick, sizes
-from tools.bench import measure_env
+from tools.bench import run_measure
 from tools.bench.report import Measurement, Report
 
 PIPELINE = "TensorFlow: pipeline de entrada"
@@ -72,20 +69,8 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
 
 
 def spawn(mode: str, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Roda ``python -m tools.bench.tf_measure MODE JSON`` e devolve o JSON que ele imprime.
-
-    Em qualquer falha devolve ``{"error": motivo}``. O processo abre um grupo próprio, encerrado
-    inteiro no fim (inclusive o Ray que ele tenha iniciado), termine ele bem ou não.
-    """
-    env = measure_env({"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": args["scale"]})
-    cmd = [sys.executable, "-m", "tools.bench.tf_measure", mode, json.dumps(args)]
-    return system.run_json(
-        cmd,
-        env=env,
-        timeout=timeout_s,
-        late=f"passou do limite de {timeout_s:g} s e foi encerrado (SIGKILL).",
-        failed="o processo de medida terminou sem resultado",
-    )
+    """``python -m tools.bench.tf_measure MODE JSON`` (:func:`tools.bench.run_measure`)."""
+    return run_measure("tf_measure", mode, args, scale=args["scale"], timeout=timeout_s)
 
 
 def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> None:
