@@ -81,9 +81,9 @@ def pinned(name: str) -> Requirement:
     raise ValueError(f"{name!r} não está fixado em pyproject.toml.")
 
 
-def pip_install(name: str, extras: Iterable[str] | None = None) -> str:
-    """O ``pip install`` com a versão fixada; ``extras`` troca os extras do pino."""
-    req = pinned(name)
+def pip_install(req: Requirement | str, extras: Iterable[str] | None = None) -> str:
+    """O ``pip install`` de ``req`` (um nome: o seu pino); ``extras`` troca os extras dele."""
+    req = pinned(req) if isinstance(req, str) else req
     chosen = sorted(req.extras if extras is None else extras)
     extra = f"[{','.join(chosen)}]" if chosen else ""
     return f"pip install '{req.name}{extra}{req.specifier}'"
@@ -163,7 +163,7 @@ def check_package(req: Requirement) -> Row:
             req.name,
             f"{found}, mas faltam dependências de [{','.join(sorted(req.extras))}]: "
             + ", ".join(missing),
-            f"Instale com os extras do curso: `pip install '{req}'` (ou {INSTALL_HINT}).",
+            f"Instale com os extras do curso: `{pip_install(req)}` (ou {INSTALL_HINT}).",
         )
     return Row(OK, req.name, found)
 
