@@ -86,9 +86,11 @@ def machine() -> dict:
     }
 
 
-def uses_gpu(source: str) -> bool:
-    """Se a lição (o código das células) usa a GPU quando há uma: usa o TensorFlow e não a esconde
-    (a 06 roda só na CPU: ``CUDA_VISIBLE_DEVICES=""`` na primeira célula)."""
+def uses_gpu(nb) -> bool:
+    """Se a lição (o notebook ``nb``, lido pelo nbformat) usa a GPU quando há uma: o código das
+    células usa o TensorFlow e não a esconde (a 06 roda só na CPU: ``CUDA_VISIBLE_DEVICES=""`` na
+    primeira célula)."""
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     uses_tf = any(k in source for k in ("tensorflow", "labutils.tf", "inference", "multiworker"))
     return uses_tf and 'os.environ["CUDA_VISIBLE_DEVICES"] = ""' not in source
 
@@ -100,7 +102,6 @@ def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(str(path), as_version=4)
-    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     cells: list[dict] = []
     started: dict[int, float] = {}
 
@@ -145,7 +146,7 @@ def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
     optional = sum(c["seconds"] for c in cells if c["optional"])
     return {
         "notebook": path.name,
-        "gpu": uses_gpu(source),  # o doctor estima estas pela sonda; as outras, pelas CPUs
+        "gpu": uses_gpu(nb),  # o doctor estima estas pela sonda; as outras, pelas CPUs
         "total_s": round(total, 1),
         "core_s": round(core, 1),
         "optional_s": round(optional, 1),
