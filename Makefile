@@ -1,7 +1,11 @@
 # Laboratório – Treinamento de Modelos Paralelos
 #   make lab    prepara o ambiente (.venv) e abre o JupyterLab em notebooks/
 #   make test   prepara o ambiente e roda todos os testes (incluindo os notebooks, escala smoke)
-PYTHON ?= python3.11
+# O Python mais novo entre os suportados (3.13, 3.12, 3.11) que roda neste PATH; ou PYTHON=...
+SUPPORTED_PYTHONS := 3.13 3.12 3.11
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach v,$(SUPPORTED_PYTHONS),$(shell python$(v) -c "" >/dev/null 2>&1 && echo python$(v))))
+endif
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -17,8 +21,15 @@ help:
 # instala um a um, num núcleo só; o compileall usa todos os núcleos (docs/tempos_do_make_test.md).
 # Um arquivo que não compile não impede nada: o Python o compila ao importar.
 $(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "Preciso de Python 3.11 ($(PYTHON)). Ex.: make lab PYTHON=python3"; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" && command -v $(PYTHON) >/dev/null || { \
+	  echo "Não achei Python 3.11, 3.12 ou 3.13 no PATH (python3.13, python3.12 ou python3.11)."; \
+	  echo "  Ubuntu/Debian: sudo apt install python3.12 python3.12-venv"; \
+	  echo "  macOS: brew install python@3.13    (ou o instalador de python.org)"; \
+	  echo "  Já tem um? make lab PYTHON=/caminho/do/python3"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || { \
+	  echo "$(PYTHON) é o Python $$($(PYTHON) -V 2>&1); o laboratório precisa do 3.11, 3.12 ou 3.13."; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "O $(PYTHON) não criou o ambiente virtual. No Ubuntu/Debian: sudo apt install python3-venv"; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -e ".[test]"
 	$(PY) -m compileall -q -j 0 $(VENV)/lib || echo "Aviso: o compileall não compilou algum arquivo (o Python o compila ao importar)."
@@ -39,7 +50,7 @@ browser:
 	@test -x /usr/bin/chromium || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-color-emoji; \
-	  else echo "Falta o Chromium (/usr/bin/chromium): sudo apt-get install chromium"; fi; }
+	  else echo "Sem o Chromium (/usr/bin/chromium) e sem root para instalá-lo: os testes de navegador serão PULADOS (o motivo aparece no resumo do pytest). Para rodá-los: sudo apt-get install chromium"; fi; }
 
 # O teste da sala em máquinas separadas (tests/test_classroom_machines.py) monta um firewall em cada
 # máquina (network namespace) com o iptables do Debian.
@@ -47,7 +58,7 @@ firewall:
 	@command -v iptables >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables; \
-	  else echo "Falta o iptables (o teste do firewall da sala será pulado): sudo apt-get install iptables"; fi; }
+	  else echo "Sem o iptables e sem root para instalá-lo: o teste da sala em máquinas separadas será PULADO (o motivo aparece no resumo do pytest). Ele precisa de root e de: sudo apt-get install iptables"; fi; }
 
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
@@ -65,12 +76,11 @@ test: setup lint browser firewall
 test-fast: setup lint
 	LABUTILS_SCALE=smoke $(PY) -m pytest tests -m "not slow" -q --durations=10
 
-# Executa todos os notebooks sem interface e grava as cópias executadas em $(OUTDIR)
-# (o que o instrutor roda antes da aula). Ex.: make notebooks SCALE=smoke
+# Executa as lições e a solução da 07 (a cópia do aluno para no TODO 1, de propósito), cada uma
+# num kernel novo; uma linha por notebook com o tempo, cópias executadas em $(OUTDIR).
+# É o que o instrutor roda antes da aula. Ex.: make notebooks SCALE=smoke
 notebooks: setup
-	mkdir -p $(OUTDIR)
-	LABUTILS_SCALE=$(SCALE) $(VENV)/bin/jupyter nbconvert --to notebook --execute \
-		--ExecutePreprocessor.timeout=3600 --output-dir $(OUTDIR) notebooks/[0-9]*.ipynb
+	$(PY) tools/run_notebooks.py --scale $(SCALE) --out $(OUTDIR)
 
 data: setup
 	$(PY) -m labutils.data download

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import shutil
 import sys
 import tomllib
@@ -315,7 +314,7 @@ HOST_TIMEOUT_S = 2.0
 
 def check_cpus(count: int | None = None) -> Row:
     if count is None:
-        count = os.cpu_count() or 1
+        count = system.usable_cpus()
     system.check_int(count, "count (núcleos)")
     if count < 2:
         return Row(
@@ -532,7 +531,7 @@ def check_lesson_times(
         f"{1 / ratio:.2f}x"
     )
     rows = [Row(OK, "tempo das lições", where)]
-    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    cpus = system.usable_cpus() if cpus is None else cpus
     gpu = {row["notebook"]: row.get("gpu", True) for row in reference["lessons"]}
     for name, (core, optional) in estimate_minutes(reference, probe, cpus).items():
         detail = f"~{core:.0f} min no caminho principal (+{optional:.0f} min nas opcionais)"

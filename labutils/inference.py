@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from labutils.config import sizes
+from labutils.system import usable_cpus
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -170,5 +171,5 @@ def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
 def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
     """Maior speedup possível sobre a linha de base: núcleos ocupáveis (processos × threads)
     / núcleos da linha de base, nesta máquina."""
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cpus()
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

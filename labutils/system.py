@@ -37,6 +37,19 @@ def check_seconds(value: object, name: str = "timeout") -> float:
     return value
 
 
+def usable_cpus() -> int:
+    """Quantas CPUs lógicas este processo pode usar, em Linux, macOS e Windows.
+
+    ``os.process_cpu_count`` (Python 3.13+) já respeita a afinidade; antes dele, a máscara de
+    afinidade onde existe (Linux); senão, todas as CPUs da máquina (macOS, Windows).
+    """
+    if hasattr(os, "process_cpu_count"):
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 # ---------------------------------------------------------------- subprocessos
 
 
@@ -135,6 +148,24 @@ def kill_group(proc: subprocess.Popen, *, grace: float = 5.0) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+
+
+def kill_tree(pid: int | None, *, wait_s: float = 10.0) -> None:
+    """SIGKILL em ``pid`` e em todos os seus descendentes (um kernel e o Ray que ele iniciou),
+    esperando até ``wait_s`` s que saiam. ``None`` ou um processo que já saiu: nada a fazer."""
+    import psutil
+
+    if not pid:
+        return
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(procs, timeout=wait_s)
 
 
 def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+from tools.run_notebooks import execute
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -22,28 +23,16 @@ DROP_A_TREE = "model = RandomForestRegressor(n_estimators=max(1, n_trees - 1),"
 
 def run_until_failure(notebook: Path, line: str, mutant: str) -> CellExecutionError | None:
     """Executa ``notebook`` com ``line`` trocada por ``mutant`` (numa célula só); devolve o
-    primeiro erro (ou None). No fim, no mesmo kernel, encerra o Ray que a lição tenha iniciado.
-    """
+    primeiro erro (ou None). O executor encerra o kernel e o Ray que a lição iniciou."""
     nb = nbformat.read(notebook, as_version=4)
     hits = [c for c in nb.cells if c.cell_type == "code" and line in c.source]
     assert len(hits) == 1, f"{line!r} deveria estar em uma célula de {notebook.name}"
     hits[0].source = hits[0].source.replace(line, mutant)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
-    )
-    failure = None
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            try:
-                client.execute_cell(cell, index)
-            except CellExecutionError as err:
-                failure = err
-                break
-        nb.cells.append(nbformat.v4.new_code_cell("import ray\nray.shutdown()"))
-        client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
-    return failure
+    try:
+        execute(nb, cwd=NOTEBOOKS, timeout=600)
+    except CellExecutionError as err:
+        return err
+    return None
 
 
 @pytest.mark.slow

@@ -5,12 +5,17 @@ import ast
 import json
 import sys
 import tomllib
+import urllib.error
+import urllib.request
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
+import pytest
 import yaml
+from packaging import tags
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from labutils import system
 
@@ -117,3 +122,69 @@ def test_importing_ray_does_not_compile_iri_grammars():
         f"`import ray` carregou {out.stdout.strip()}: cada worker do Ray demora ~1 s a mais para "
         "subir (veja o comentário do jsonschema em pyproject.toml)."
     )
+
+
+# ---------------------------------------------------------------- wheels para os alunos
+
+INDEX = "https://pypi.org/simple"
+#: onde os alunos instalam: glibc 2.35 (Ubuntu 22.04) ou mais nova; macOS 14 em Apple silicon
+STUDENT_PLATFORMS = {
+    "Linux x86_64": [f"manylinux_2_{v}_x86_64" for v in range(35, 4, -1)]
+    + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"],
+    "Linux aarch64": [f"manylinux_2_{v}_aarch64" for v in range(35, 16, -1)]
+    + ["manylinux2014_aarch64"],
+    "macOS arm64": list(tags.mac_platforms((14, 0), "arm64")),
+}
+
+
+def supported_pythons() -> list[tuple[int, int]]:
+    """As versões do Python que o ``requires-python`` do pyproject.toml admite (3.x)."""
+    spec = SpecifierSet(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    )
+    return [(3, minor) for minor in range(8, 20) if f"3.{minor}" in spec]
+
+
+def installable_tags(python: tuple[int, int], platforms: list[str]) -> set:
+    abi = f"cp{python[0]}{python[1]}"
+    found = set(tags.cpython_tags(python, abis=[abi], platforms=platforms))
+    return found | set(tags.compatible_tags(python, interpreter=abi, platforms=platforms))
+
+
+def wheel_tags(name: str, pinned: str) -> list[frozenset]:
+    """As etiquetas de cada wheel da versão ``pinned`` de ``name`` no índice (PEP 691, JSON)."""
+    request = urllib.request.Request(
+        f"{INDEX}/{canonicalize_name(name)}/",
+        headers={"Accept": "application/vnd.pypi.simple.v1+json"},
+    )
+    with urllib.request.urlopen(request, timeout=20) as response:
+        files = json.load(response)["files"]
+    found = []
+    for f in files:
+        if f["filename"].endswith(".whl") and not f.get("yanked"):
+            _, ver, _, wheel = parse_wheel_filename(f["filename"])
+            if str(ver) == pinned:
+                found.append(wheel)
+    return found
+
+
+@pytest.mark.timeout(240)
+def test_every_pin_has_a_wheel_for_each_supported_python_and_platform():
+    """Um aluno com Python 3.11–3.13, em Linux (x86_64 ou aarch64) ou macOS (Apple silicon),
+    instala cada pacote fixado sem compilar nada. Uma troca de versão que perde uma plataforma
+    falha aqui. Sem acesso ao índice de pacotes, o teste é pulado com o motivo."""
+    pythons = supported_pythons()
+    assert pythons and pythons[0] == (3, 11), pythons
+    missing = []
+    for line in pyproject_pins().values():
+        req = Requirement(line)
+        try:
+            wheels = wheel_tags(req.name, next(iter(req.specifier)).version)
+        except (urllib.error.URLError, TimeoutError, OSError) as err:
+            pytest.skip(f"sem acesso ao índice de pacotes ({INDEX}): {err}")
+        offered = set().union(*wheels) if wheels else set()
+        for python in pythons:
+            for where, platforms in STUDENT_PLATFORMS.items():
+                if not offered & installable_tags(python, platforms):
+                    missing.append(f"{line}: Python {python[0]}.{python[1]}, {where}")
+    assert not missing, "sem wheel (o aluno teria de compilar):\n" + "\n".join(missing)

@@ -94,3 +94,33 @@ def test_alive_sees_a_running_process_and_waits_for_it_to_end():
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def like_macos(monkeypatch):
+    """Um ``os`` sem a afinidade de CPUs (macOS, Windows) e sem o ``process_cpu_count`` (3.12-)."""
+    monkeypatch.delattr("os.sched_getaffinity", raising=False)
+    monkeypatch.delattr("os.process_cpu_count", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+
+
+def test_usable_cpus_works_without_the_linux_only_calls(like_macos):
+    assert system.usable_cpus() == 3
+
+
+@pytest.mark.timeout(120)
+def test_the_doctor_and_lesson_06_run_without_the_linux_only_calls(like_macos):
+    """O diagnóstico (lição 00) e as funções da lição 06 num ``os`` como o do macOS."""
+    from labutils import doctor, inference
+    from tools.lesson_code import load
+
+    assert "3 CPUs lógicas" in doctor.check_cpus().detail
+    reference = {
+        "date": "hoje", "probe": {"images_per_s": 100.0, "device": "nenhuma"},
+        "machine": {"logical_cpus": 3}, "class_period_min": 15.0,
+        "lessons": [{"notebook": "02_x.ipynb", "gpu": False, "core_s": 60.0, "optional_s": 0}],
+    }  # fmt: skip
+    rows = doctor.check_lesson_times({"images_per_s": 100.0, "device": "nenhuma"}, reference)
+    assert [r.item for r in rows] == ["tempo das lições", "02_x.ipynb"], rows
+    assert inference.cores_bound(workers=4, threads_per_worker=1) == 3
+    assert load("06_inferencia_em_lote").configure_threads(0) >= 1

@@ -36,10 +36,7 @@ PY
 echo "== lições 05, 06 e 07 (solução), escala $LABUTILS_SCALE"
 out=$(mktemp -d)
 for nb in notebooks/05_*.ipynb notebooks/06_*.ipynb notebooks/07_*_solucao.ipynb; do
-  start=$(date +%s)
-  if $PY -m jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=1800 \
-      --output-dir "$out" "$nb" >"$out/log.txt" 2>&1; then status=ok; else status="FALHOU"; tail -5 "$out/log.txt"; fi
-  echo "$(basename "$nb"): $status em $(( $(date +%s) - start )) s"
+  $PY tools/run_notebooks.py --timeout 1800 --out "$out" "$nb" | grep -v "^cópias"
   $PY - "$out/$(basename "$nb")" <<'PY'
 import sys, nbformat
 nb = nbformat.read(sys.argv[1], as_version=4) if __import__("os").path.exists(sys.argv[1]) else None

@@ -26,7 +26,6 @@ import argparse
 import csv
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -34,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.run_notebooks import execute  # noqa: E402
+
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 CHECK_TAG = "check-"
 SKIP_TAGS = {"exemplo", "opcional"}
@@ -69,24 +72,6 @@ def _verdict(cell: Any) -> str:
     return f"falhou: {first}" if name == "CheckFailed" else f"falhou: {name}: {first}"
 
 
-def _kill_tree(pid: int | None) -> None:
-    """Encerra (SIGKILL) o kernel e todos os seus descendentes (o Ray que ele iniciou)."""
-    import psutil
-
-    if not pid:
-        return
-    try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
-    for proc in procs:
-        try:
-            proc.send_signal(signal.SIGKILL)
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=10)
-
-
 def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TF_CONFIG")}
     env.update(
@@ -96,29 +81,6 @@ def _kernel_env(scale: str, results: Path) -> dict[str, str]:
         TF_CPP_MIN_LOG_LEVEL="2",
     )
     return env
-
-
-def _run_cells(
-    client: Any, nb: Any, checks: dict[str, str], row: dict, deadline: float, skip: set[str]
-) -> None:
-    """Roda as células de código (menos as com etiquetas de ``skip``), anotando cada verificação."""
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
-
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or _tags(cell) & skip:
-            continue
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        client.timeout = max(1, int(left))
-        try:
-            client.execute_cell(cell, index)
-        except CellTimeoutError:
-            raise TimeoutError from None
-        except CellExecutionError:
-            pass  # allow_errors: o erro fica na saída da célula
-        for tag in _tags(cell) & set(checks):
-            row[tag] = _verdict(cell)
 
 
 def grade_notebook(
@@ -134,7 +96,6 @@ def grade_notebook(
 
     ``all_cells``: roda também os exemplos e as partes opcionais (que nunca valem nota)."""
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
     row: dict[str, Any] = {tag: NOT_RUN for tag in checks}
@@ -154,22 +115,16 @@ def grade_notebook(
     for tag in set(checks) - present:
         row[tag] = "falhou: célula de verificação não encontrada"
     work = Path(tempfile.mkdtemp(prefix="grade-"))
-    client = NotebookClient(
-        nb,
-        timeout=timeout_s,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(work)}},
-    )
-    deadline = time.monotonic() + timeout_s
+
+    def note(index: int, cell: Any, seconds: float) -> None:
+        for tag in _tags(cell) & set(checks):
+            row[tag] = _verdict(cell)
+
     try:
-        with client.setup_kernel(env=_kernel_env(scale, work / "results"), cwd=str(work)):
-            pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
-            try:
-                skip = set() if all_cells else SKIP_TAGS
-                _run_cells(client, nb, checks, row, deadline, skip)
-            finally:  # antes de o nbclient desligar o kernel: o Ray dele vai junto
-                _kill_tree(pid)
+        execute(
+            nb, cwd=work, env=_kernel_env(scale, work / "results"), timeout=timeout_s,
+            skip=set() if all_cells else SKIP_TAGS, allow_errors=True, on_cell=note,
+        )  # fmt: skip
     except TimeoutError:
         row["motivo"] = f"passou do limite de {timeout_s:g} s (travou ou é lento demais)"
     except DeadKernelError as err:

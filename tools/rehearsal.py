@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from labutils import doctor  # noqa: E402
+from labutils.system import usable_cpus  # noqa: E402
+from tools.run_notebooks import execute, lesson_notebooks  # noqa: E402
 
 OPTIONAL_TAG = "opcional"
 #: minutos de um período de aula para o caminho principal de uma lição (a meta do ensaio)
@@ -80,7 +82,7 @@ def machine() -> dict:
         pass
     return {
         "cpu": model,
-        "logical_cpus": len(os.sched_getaffinity(0)),
+        "logical_cpus": usable_cpus(),
         "physical_cores": psutil.cpu_count(logical=False),
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
     }
@@ -98,49 +100,24 @@ def uses_gpu(nb) -> bool:
 def run_notebook(path: Path, env: dict[str, str], timeout: float) -> dict:
     """Executa ``path`` num kernel novo; devolve tempos por célula, totais e o erro, se houve."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(str(path), as_version=4)
     cells: list[dict] = []
-    started: dict[int, float] = {}
 
-    def on_execute(cell, cell_index, **_):
-        started[cell_index] = time.perf_counter()
+    def note(index, cell, seconds):
+        first = (cell.source.strip().splitlines() or [""])[0]
+        optional = OPTIONAL_TAG in cell.get("metadata", {}).get("tags", [])
+        cells.append({"index": index, "seconds": seconds, "optional": optional,
+                      "first_line": first[:70]})  # fmt: skip
 
-    def on_executed(cell, cell_index, **_):
-        tags = cell.get("metadata", {}).get("tags", [])
-        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-        cells.append({
-            "index": cell_index,
-            "seconds": time.perf_counter() - started.pop(cell_index, time.perf_counter()),
-            "optional": OPTIONAL_TAG in tags,
-            "first_line": first[:70],
-        })  # fmt: skip
-
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-        on_cell_execute=on_execute,
-        on_cell_executed=on_executed,
-    )
-    old_env = dict(os.environ)
-    os.environ.update(env)  # o kernel herda o ambiente deste processo
     error = None
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     try:
         with MemoryPeak() as memory:
-            client.execute()
-    except CellExecutionError as err:
-        error = str(err).strip().splitlines()[-1][:300]
-    except Exception as err:  # kernel que morreu, limite de tempo
-        error = f"{type(err).__name__}: {err}"[:300]
-    finally:
-        os.environ.clear()
-        os.environ.update(old_env)
+            execute(nb, cwd=path.parent, env={**os.environ, **env}, timeout=timeout, on_cell=note)
+    except Exception as err:  # a célula que falhou, o limite, o kernel que morreu
+        error = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
     total = time.perf_counter() - start
     core = sum(c["seconds"] for c in cells if not c["optional"])
     optional = sum(c["seconds"] for c in cells if c["optional"])
@@ -211,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="full", choices=["full", "smoke"])
     parser.add_argument("--only", nargs="*", help="prefixos dos notebooks (ex.: 05 06)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "ensaio"))
-    parser.add_argument("--timeout", type=float, default=3600, help="limite por célula (s)")
+    parser.add_argument("--timeout", type=float, default=3600, help="limite por notebook (s)")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -224,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "TFDS_DISABLE_PROGRESS_BAR": "1",
     }
-    notebooks = [p for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
-                 if not p.name.endswith("_aluno.ipynb")]  # fmt: skip
+    notebooks = lesson_notebooks()
     if args.only:
         notebooks = [p for p in notebooks if p.name.startswith(tuple(args.only))]
     print("sonda de velocidade...", flush=True)

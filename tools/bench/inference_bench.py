@@ -29,7 +29,6 @@ No Ray 2.60 o leitor novo do
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from typing import Any
 
 from labutils import system
 from labutils.config import pick, sizes
+from labutils.system import usable_cpus
 from tools.bench import run_measure
 from tools.bench.report import Measurement, Report, effective_bound, verdict
 
@@ -219,7 +219,7 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
                     data_cpu.setdefault(role[4:], []).append(share)
             startup_s = rungs["data"].extra["startup_s"]
         threads = int(rungs["all_threads"].extra["threads"])
-        cores = len(os.sched_getaffinity(0))
+        cores = usable_cpus()
         pooled = inference.cores_bound(actors_n, 1)  # processos de 1 thread lado a lado
         bounds = {
             "all_threads": inference.cores_bound(1, threads),

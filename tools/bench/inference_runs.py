@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from labutils.inference import IMAGE_SHAPE, Preds, decode
+from labutils.system import usable_cpus
 from tools.lesson_code import load
 
 #: classificar um lote (predict_batch e companhia), as threads do TF e o modelo em bytes são
@@ -128,7 +129,7 @@ def run_single_all_threads(blob: bytes, images: np.ndarray, batch_size: int) -> 
     """Referência: um processo novo com as threads padrão do TF (todos os núcleos)."""
     import ray
 
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cpus()
     cpus = min(float(cores), float(ray.cluster_resources().get("CPU", 1.0)))
     task = ray.remote(num_cpus=cpus, max_calls=1)(_single_in_worker)  # max_calls: processo único
     return ray.get(task.remote(blob, images, batch_size, 0))

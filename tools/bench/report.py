@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from labutils.system import usable_cpus
+
 
 @dataclass
 class Measurement:
@@ -201,7 +203,7 @@ def machine_info(scale: str) -> dict[str, str]:
     """Núcleos, memória, GPU e versões: registrados junto de cada resultado."""
     import psutil
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cpus()
     gpus = "nenhuma"
     if shutil.which("nvidia-smi"):
         try:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from labutils.system import usable_cpus
+
 
 def omp_threads() -> int | None:
     """``OMP_NUM_THREADS``, se definida (quantas threads o TF/OpenMP usam por processo)."""
@@ -131,8 +133,8 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
         "node": ray.get_runtime_context().get_node_id(),
         "gpus": len(tf.config.list_physical_devices("GPU")),
         # o Ray limita as threads de cálculo ao que a tarefa reservou (OMP_NUM_THREADS)
-        "threads": omp_threads() or len(os.sched_getaffinity(0)),
-        "node_cores": len(os.sched_getaffinity(0)),
+        "threads": omp_threads() or usable_cpus(),
+        "node_cores": usable_cpus(),
     }
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, f"bench_{info['rank']}.json").write_text(json.dumps(info), encoding="utf-8")
