@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test test-fast lint browser firewall notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test test-fast lint lesson-code browser firewall notebooks data data-status bench grade rehearsal clean help
 
 help:
 	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
@@ -43,6 +43,11 @@ lab: setup
 lint: setup
 	$(VENV)/bin/ruff check labutils tests notebooks tools
 	$(VENV)/bin/ruff format --check labutils tests notebooks tools
+
+# O que as lições seguintes importam das células # @save das lições 02 e 05 (como no d2l):
+# labutils/lesson02.py e lesson05.py, gerados; rode depois de mudar uma célula # @save.
+lesson-code: setup
+	$(PY) tools/lesson_code.py
 
 # Os testes de navegador (tests/test_browser.py) usam o Chromium do Debian, nunca um baixado
 # (a fonte de emoji é só para as capturas de tela mostrarem ✅/❌).

@@ -462,7 +462,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
 from labutils.system import JSON_MARK
-from labutils.tf import create_model
+from labutils.lesson05 import create_model
 seconds = float(sys.argv[1])
 gpus = tf.config.list_physical_devices("GPU")
 model = create_model(100)

@@ -34,7 +34,8 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     """``(modelo, de onde veio)``: o da lição 05 se existir; senão um treino rápido, salvo à parte."""
     import tensorflow as tf
 
-    from labutils.tf import create_model, get_data, lesson_model_path, save_lesson_model
+    from labutils.lesson05 import create_model, get_data
+    from labutils.tf import lesson_model_path, save_lesson_model
 
     path = Path(path) if path else lesson_model_path()
     quick = path.with_name(f"{path.stem}_rapido_{sizes(scale).scale}.keras")

@@ -1,11 +1,7 @@
-"""TensorFlow das lições 05 a 07: o pipeline ``tf.data`` do CIFAR-100, a CNN e as medidas do
-treino (os gráficos e a tabela da lição 05 ficam em :mod:`labutils.plots`).
-
-O pipeline (``normalize_images``, ``global_batch_size``, ``get_data``) e o modelo
-(``create_model``) são escritos nas células ``# @save`` da lição 05, que os ensina; aqui fica a
-cópia que as lições 06 e 07 usam, e um teste (``tools/lesson_code.py``) confere que é a mesma.
-Os dispositivos (``setup_devices``: a CPU ou a GPU dividida para a ``MirroredStrategy``) são
-assunto só da lição 05 e estão só nas células dela (o ``make bench`` os carrega de lá).
+"""TensorFlow das lições 05 a 07, o que não é o assunto delas: a validação separada do treino,
+o modelo gravado pela lição 05 e as medidas do treino (os gráficos e a tabela da lição 05 ficam em
+:mod:`labutils.plots`). O pipeline, o modelo e os dispositivos estão nas células ``# @save`` da
+lição 05, que ``make lesson-code`` publica em :mod:`labutils.lesson05`.
 
 Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos. Na lição 07,
 ``multiworker.use_legacy_keras()`` roda antes deste import, e ``tf.keras`` é então o tf-keras.
@@ -26,73 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from labutils.system import check_int  # noqa: E402
 
-# ---------------------------------------------------------------- pipeline tf.data do CIFAR-100
-# Numa estratégia síncrona, o ``fit`` recebe o lote **global**, que a estratégia divide entre as
-# réplicas: ``batch_per_replica × num_replicas``.
-
-#: tamanho do buffer de embaralhamento (o do roteiro original)
-SHUFFLE_BUFFER = 10_000
-
-
-def normalize_images(image, label):
-    """Imagem ``uint8`` (0–255) → ``float32`` em [0, 1]; o rótulo não muda. (No roteiro original,
-    ``scale``: o nome mudou para não confundir com a escala das lições, ``LABUTILS_SCALE``.)"""
-    image = tf.cast(image, tf.float32)
-    image /= 255.0
-    return image, label
-
-
-def global_batch_size(batch_per_replica: int, num_replicas: int = 1) -> int:
-    """Lote global = lote por réplica × número de réplicas."""
-    check_int(batch_per_replica, "batch_per_replica")
-    check_int(num_replicas, "num_replicas")
-    return batch_per_replica * num_replicas
-
-
-def get_data(
-    train: tf.data.Dataset,
-    test: tf.data.Dataset,
-    *,
-    num_replicas: int = 1,
-    batch_per_replica: int | None = None,
-    global_batch: int | None = None,
-    shuffle_buffer: int = SHUFFLE_BUFFER,
-    seed: int | None = None,
-) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """Os datasets de treino e de avaliação a partir de pares ``(imagem uint8, rótulo)``.
-
-    Lote: ``global_batch`` se dado; senão ``batch_per_replica`` (padrão:
-    ``sizes().batch_per_replica``) × ``num_replicas``. Treino: ``map(normalize_images)`` →
-    ``cache()`` → ``shuffle()`` → ``batch()`` → ``prefetch()``; avaliação: o mesmo, sem embaralhar.
-    """
-    if global_batch is None:
-        if batch_per_replica is None:
-            from labutils.config import sizes
-
-            batch_per_replica = sizes().batch_per_replica
-        global_batch = global_batch_size(batch_per_replica, num_replicas)
-    check_int(global_batch, "global_batch")
-    if global_batch % num_replicas:
-        raise ValueError(
-            f"O lote global ({global_batch}) deve ser múltiplo do número de réplicas "
-            f"({num_replicas}), para que cada réplica receba a mesma quantidade de exemplos."
-        )
-    check_int(shuffle_buffer, "shuffle_buffer")
-    autotune = tf.data.AUTOTUNE
-    train_dataset = (
-        train.map(normalize_images, num_parallel_calls=autotune)
-        .cache()  # normaliza uma vez só; as épocas seguintes leem da memória
-        .shuffle(shuffle_buffer, seed=seed)  # nova ordem a cada época
-        .batch(global_batch)
-        .prefetch(autotune)  # prepara o próximo lote enquanto o modelo treina
-    )
-    eval_dataset = (
-        test.map(normalize_images, num_parallel_calls=autotune)
-        .cache()
-        .batch(global_batch)
-        .prefetch(autotune)
-    )
-    return train_dataset, eval_dataset
+# ---------------------------------------------------------------- a validação
 
 
 def split_validation(
@@ -113,52 +43,7 @@ def split_validation(
     return train.skip(num_val), train.take(num_val)
 
 
-# ---------------------------------------------------------------- o modelo
-# ``tf.keras`` (não ``import keras``): o mesmo código dá um modelo Keras 3 e, com
-# ``TF_USE_LEGACY_KERAS=1`` (lição 07), um tf-keras. Saída ``softmax`` com
-# ``from_logits=False`` (o roteiro original dizia ``from_logits=True`` depois da softmax).
-
-#: tamanho das imagens do CIFAR-100 (altura, largura, canais)
-INPUT_SHAPE = (32, 32, 3)
-
-
-def create_model(
-    num_classes: int = 100, *, learning_rate: float = 1e-3, compile: bool = True
-) -> tf.keras.Model:
-    """A CNN (Conv2D 32/64/64 com pooling, Dense 64 e Dense ``num_classes``), compilada com Adam
-    (``compile=False``: sem compilar). No treino distribuído, chame dentro de
-    ``strategy.scope()``: as variáveis do modelo e do otimizador nascem espelhadas."""
-    check_int(num_classes, "num_classes", 2)
-    if (
-        isinstance(learning_rate, bool)
-        or not isinstance(learning_rate, int | float)
-        or not (0 < learning_rate < 1)
-    ):
-        raise ValueError(f"learning_rate deve ser um número entre 0 e 1, recebi {learning_rate!r}.")
-    layers = tf.keras.layers
-    model = tf.keras.Sequential(
-        [
-            tf.keras.Input(shape=INPUT_SHAPE),
-            layers.Conv2D(32, (3, 3), activation="relu"),
-            layers.MaxPooling2D((2, 2)),
-            layers.Conv2D(64, (3, 3), activation="relu"),
-            layers.MaxPooling2D((2, 2)),
-            layers.Conv2D(64, (3, 3), activation="relu"),
-            layers.Flatten(),
-            layers.Dense(64, activation="relu"),
-            layers.Dense(num_classes, activation="softmax"),
-        ]
-    )
-    if compile:
-        model.compile(
-            loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False),
-            optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate),
-            metrics=["accuracy"],
-            # numa GPU, o Keras ligaria o XLA só no modelo fora de estratégia: o mesmo cálculo nos
-            # dois, para a comparação da lição 05 (na CPU, já é assim)
-            jit_compile=False,
-        )
-    return model
+# ---------------------------------------------------------------- o modelo gravado
 
 
 def lesson_model_path() -> Path:

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from labutils.search import speedup_bound, validate_grid
+from labutils.lesson02 import speedup_bound
+from labutils.search import validate_grid
 
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
 logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)

@@ -200,7 +200,8 @@ DRIVER = textwrap.dedent(
     """
     import json, ray
     from labutils.data import load_california_housing
-    from labutils.search import fit_and_score, split_train_validation_test
+    from labutils.search import split_train_validation_test
+    from labutils.lesson02 import fit_and_score
 
     ray.init(log_to_driver=False)  # RAY_ADDRESS: o endereço do nó principal
     housing = load_california_housing()

@@ -29,9 +29,10 @@ from ray.train.tensorflow import TensorflowTrainer  # noqa: E402
 from labutils import config as lab_config  # noqa: E402
 from labutils import multiworker  # noqa: E402
 from labutils.data import load_cifar100  # noqa: E402
+from labutils.lesson05 import create_model, get_data
 from labutils.multiworker import checks  # noqa: E402
 from labutils.multiworker.checks import _numbered  # noqa: E402
-from labutils.tf import create_model, get_data, split_validation  # noqa: E402
+from labutils.tf import split_validation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"

@@ -27,7 +27,7 @@ import pytest
 import ray
 from processes import descendants
 
-from labutils import raytools, search
+from labutils import lesson02, raytools
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON_02 = ROOT / "notebooks" / "02_busca_hiperparametros.ipynb"
@@ -61,7 +61,7 @@ def train_and_report(n_estimators, max_depth, dados, index, report_dir, victim):
         deadline = time.monotonic() + HOLD_S
         while time.monotonic() < deadline:  # o teste mata este processo aqui
             time.sleep(0.1)
-    return search.fit_and_score(n_estimators, max_depth, *dados)
+    return lesson02.fit_and_score(n_estimators, max_depth, *dados)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
     others = {i: _pids(tmp_path, i) for i in range(len(GRID)) if i != VICTIM}
     assert all(len(p) == 1 for p in others.values()), f"só a vítima deveria repetir: {others}"
     assert [(r[0], r[1]) for r in results] == GRID
-    expected = search.fit_and_score(*GRID[0], *ray_local)[2]
+    expected = lesson02.fit_and_score(*GRID[0], *ray_local)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
 
 

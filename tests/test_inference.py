@@ -12,7 +12,8 @@ import pytest
 import ray
 
 from labutils import inference, raytools
-from labutils.tf import create_model, save_lesson_model
+from labutils.lesson05 import create_model
+from labutils.tf import save_lesson_model
 from tools.bench import inference_runs
 from tools.lesson_code import load
 

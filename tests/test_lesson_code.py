@@ -58,25 +58,23 @@ def test_saved_cells_run_as_in_the_kernel_without_the_future_imports_of_the_load
     assert lesson.Pair.__annotations__["a"] is int
 
 
-@pytest.mark.parametrize(("notebook", "module"), lesson_code.COPIES.items())
-def test_the_copy_in_labutils_matches_the_saved_cells_of_the_lesson(notebook, module):
-    """As lições seguintes usam a cópia do ``labutils``: ela é a mesma que o aluno leu."""
-    assert lesson_code.copy_mismatches(notebook, module) == []
+@pytest.mark.parametrize(("notebook", "module"), lesson_code.EXPORTS.items())
+def test_the_generated_module_is_current(notebook, module):
+    """O que as lições seguintes importam é o que o aluno leu: ``make lesson-code`` depois de
+    mudar uma célula ``# @save``."""
+    path = lesson_code.NOTEBOOKS.parent / module
+    assert path.read_text(encoding="utf-8") == lesson_code.module_text(notebook), (
+        f"{module} está desatualizado em relação às células # @save de {notebook}: "
+        "rode `make lesson-code`"
+    )
 
 
-def test_a_copy_that_drifted_from_the_lesson_is_named(tmp_path):
+def test_the_generated_module_runs_the_cells_of_the_lesson(tmp_path, monkeypatch):
     cell = "# @save\nLIMIT = 3\n\n\ndef twice(x):\n    return 2 * x\n"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
-    lesson = tmp_path / "licao.ipynb"
-    nbformat.write(nb, lesson)
-    module = tmp_path / "copia.py"
-    module.write_text("import os\n\n\ndef twice(x):\n    return 2 * x\n")
-    assert lesson_code.copy_mismatches(str(lesson), module) == []
-    module.write_text("LIMIT = 4\n\n\ndef twice(x):\n    return 2 * x\n")
-    assert lesson_code.copy_mismatches(str(lesson), module) == [
-        f"LIMIT: a célula de {lesson} e {module} diferem"
-    ]
-    module.write_text("OTHER = 1\n")
-    assert lesson_code.copy_mismatches(str(lesson), module) == [
-        f"{module} não copia nada das células # @save de {lesson}"
-    ]
+    nbformat.write(nb, tmp_path / "99_licao.ipynb")
+    monkeypatch.setattr(lesson_code, "NOTEBOOKS", tmp_path)
+    text = lesson_code.module_text("99_licao")
+    namespace: dict = {}
+    exec(compile(text, "gerado.py", "exec"), namespace)
+    assert namespace["twice"](namespace["LIMIT"]) == 6

@@ -11,17 +11,15 @@ import pytest
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import mean_squared_error
 
-from labutils import config, search
-from labutils.search import (
-    RESULT_COLUMNS,
+from labutils import config
+from labutils.lesson02 import (
     estimated_cost,
-    gather_with_progress,
+    fit_and_score,
     makespan_lower_bound,
     most_expensive_first,
-    save_results,
     speedup_bound,
-    validate_grid,
 )
+from labutils.search import RESULT_COLUMNS, gather_with_progress, save_results, validate_grid
 from tools.lesson_code import load
 
 # a floresta em blocos de árvores: escrita nas células # @save da lição 02
@@ -88,7 +86,7 @@ def test_validate_grid_rejects_bad_grids(grid, fragment):
 
 def test_fit_and_score_matches_sklearn(data):
     X_train, y_train, X_test, y_test = data
-    n, d, mse, seconds = search.fit_and_score(7, 3, X_train, y_train, X_test, y_test)
+    n, d, mse, seconds = fit_and_score(7, 3, X_train, y_train, X_test, y_test)
     ref = RandomForestRegressor(n_estimators=7, max_depth=3, random_state=42).fit(X_train, y_train)
     assert (n, d) == (7, 3)
     assert isinstance(mse, float) and mse == pytest.approx(
@@ -96,9 +94,9 @@ def test_fit_and_score_matches_sklearn(data):
     )
     assert 0 < seconds < 30
     # n_jobs só muda o paralelismo, não o modelo
-    assert search.fit_and_score(7, 3, *data, n_jobs=2)[2] == pytest.approx(mse, rel=1e-9)
+    assert fit_and_score(7, 3, *data, n_jobs=2)[2] == pytest.approx(mse, rel=1e-9)
     # outra semente, outro modelo
-    assert search.fit_and_score(7, 3, *data, random_state=1)[2] != pytest.approx(mse, rel=1e-9)
+    assert fit_and_score(7, 3, *data, random_state=1)[2] != pytest.approx(mse, rel=1e-9)
 
 
 # ---------------------------------------------------------------- limites
@@ -259,7 +257,7 @@ def test_combine_chunks_gives_whole_forest_mse(data):
     parts = [fit_chunk_and_predict(c, X_train, y_train, X_test) for c in chunks]
     combined = {(n, d): (mse, s) for n, d, mse, s in combine_chunks(parts, y_test)}
     for n, d in grid:
-        expected = search.fit_and_score(n, d, X_train, y_train, X_test, y_test)[2]
+        expected = fit_and_score(n, d, X_train, y_train, X_test, y_test)[2]
         assert combined[(n, d)][0] == pytest.approx(expected, rel=1e-10)
         assert combined[(n, d)][1] > 0
     with pytest.raises(ValueError, match="árvores"):
@@ -299,24 +297,10 @@ class _FakeRay(types.ModuleType):
         return self.values[ref]
 
 
-def test_gather_returns_submission_order_and_saves_each_result(tmp_path, monkeypatch):
+def test_gather_returns_submission_order(monkeypatch):
     values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
     monkeypatch.setitem(sys.modules, "ray", _FakeRay(values))
-    out = tmp_path / "r.csv"
-    assert gather_with_progress([0, 1, 2], csv_path=out) == values
-    rows = list(csv.reader(out.open(encoding="utf-8")))
-    assert rows[0] == list(RESULT_COLUMNS)
-    assert [int(r[0]) for r in rows[1:]] == [30, 20, 10]  # ordem de chegada
-
-
-def test_gather_keeps_finished_results_when_a_task_fails(tmp_path, monkeypatch):
-    values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
-    monkeypatch.setitem(sys.modules, "ray", _FakeRay(values, fail_at=0))
-    out = tmp_path / "r.csv"
-    with pytest.raises(RuntimeError, match="worker morreu"):
-        gather_with_progress([0, 1, 2], csv_path=out)
-    rows = list(csv.reader(out.open(encoding="utf-8")))
-    assert [int(r[0]) for r in rows[1:]] == [30, 20]
+    assert gather_with_progress([0, 1, 2]) == values  # chegam na ordem inversa
 
 
 def test_gather_times_out_instead_of_hanging(monkeypatch):

@@ -28,16 +28,13 @@ except LESSON_05.DevicesAlreadyInitializedError:
 
 import tensorflow as tf  # noqa: E402
 
+from labutils.lesson05 import create_model, get_data, global_batch_size, normalize_images  # noqa: E402
 from labutils.plots import Run, plot_training, summary_table  # noqa: E402
 from labutils.tf import (  # noqa: E402
     EpochTimer,
     GpuSampler,
     check_loss_activation,
-    create_model,
-    get_data,
-    global_batch_size,
     lesson_model_path,
-    normalize_images,
     save_lesson_model,
     split_validation,
 )
@@ -362,7 +359,7 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
         lesson = load("05_tensorflow_mirrored")
         devices = lesson.setup_devices(2)
         import tensorflow as tf
-        from labutils.tf import create_model
+        from labutils.lesson05 import create_model
         strategy = tf.distribute.MirroredStrategy()
         with strategy.scope():
             model = create_model(num_classes=10)
@@ -395,7 +392,8 @@ def test_create_model_and_pipeline_work_under_legacy_tf_keras():
         import json, warnings
         import numpy as np
         import tensorflow as tf
-        from labutils.tf import EpochTimer, check_loss_activation, create_model, get_data
+        from labutils.tf import EpochTimer, check_loss_activation
+        from labutils.lesson05 import create_model, get_data
         warnings.filterwarnings("error", message=".*Softmax activation.*")
         rng = np.random.default_rng(0)
         pairs = tf.data.Dataset.from_tensor_slices(

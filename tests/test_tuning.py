@@ -14,7 +14,7 @@ import pytest
 from ray import tune
 
 from labutils import tuning
-from labutils.search import fit_and_score
+from labutils.lesson02 import fit_and_score
 from tools.bench import search_runs
 from tools.lesson_code import load
 

@@ -4,10 +4,9 @@ Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que
 (imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
 quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
 
-A exceção é o que as lições seguintes usam (da lição 02, o treino de uma configuração, o
-limite do speedup e a ordem, nas 03 e 04; da 05, o pipeline e o modelo, nos workers das
-06 e 07): como o pacote do d2l, o ``labutils`` guarda uma cópia (:data:`COPIES`), e
-:func:`copy_mismatches` aponta cada definição que se afastou da célula (um teste a chama).
+O que as lições seguintes usam (da lição 02, o treino de uma configuração, o limite do speedup
+e a ordem; da 05, o pipeline e o modelo) vira, como no pacote do d2l, um módulo do ``labutils``
+gerado das células (:data:`EXPORTS`, ``make lesson-code``); um teste confere que está em dia.
 
 ``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
 novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
@@ -16,7 +15,6 @@ por valor, como envia as definidas no kernel do notebook.
 
 from __future__ import annotations
 
-import ast
 import json
 import types
 from functools import cache
@@ -52,39 +50,36 @@ def load(notebook: str) -> types.ModuleType:
     return module
 
 
-#: as lições de que o ``labutils`` copia definições ``# @save``, e o arquivo da cópia
-COPIES = {
-    "02_busca_hiperparametros": "labutils/search.py",
-    "05_tensorflow_mirrored": "labutils/tf.py",
+#: as lições cujas células ``# @save`` o ``labutils`` publica, e o módulo gerado de cada uma (o
+#: que as lições seguintes, o ``labutils`` e as ferramentas importam)
+EXPORTS = {
+    "02_busca_hiperparametros": "labutils/lesson02.py",
+    "05_tensorflow_mirrored": "labutils/lesson05.py",
 }
 
 
-def _definitions(source: str) -> dict[str, str]:
-    """Nome → código de cada função, classe e constante de ``source`` (os imports não contam)."""
-    tree = ast.parse(source)
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            found[node.name] = ast.get_source_segment(source, node)
-        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            found[node.targets[0].id] = ast.get_source_segment(source, node)
-    return found
+def module_text(notebook: str) -> str:
+    """O texto do módulo gerado das células ``# @save`` de ``notebook``, na ordem da lição."""
+    header = (
+        f'"""O código das células ``# @save`` de ``notebooks/{notebook}.ipynb``, na ordem da '
+        "lição.\n\nGerado por ``make lesson-code`` (``tools/lesson_code.py``): não edite aqui; "
+        'edite a lição e gere de novo.\n"""\n\n'
+    )
+    return header + "\n\n".join(s.rstrip() + "\n" for s in saved_cells(notebook))
 
 
-def copy_mismatches(notebook: str, module: str | Path) -> list[str]:
-    """Cada definição das células ``# @save`` de ``notebook`` que ``module`` (um ``.py``) também
-    tem deve ser igual, letra por letra: uma frase por diferença; vazia se as cópias batem."""
-    path = Path(module)
-    if not path.is_absolute():
-        path = NOTEBOOKS.parent / path
-    copy = _definitions(path.read_text(encoding="utf-8"))
-    lesson = {}
-    for source in saved_cells(notebook):
-        lesson.update(_definitions(source))
-    if not lesson.keys() & copy.keys():
-        return [f"{module} não copia nada das células {MARK} de {notebook}"]
-    return [
-        f"{name}: a célula de {notebook} e {module} diferem"
-        for name, code in lesson.items()
-        if name in copy and copy[name] != code
-    ]
+def write_modules() -> list[Path]:
+    """(Re)escreve cada módulo de :data:`EXPORTS`; devolve os que mudaram."""
+    changed = []
+    for notebook, module in EXPORTS.items():
+        path = NOTEBOOKS.parent / module
+        text = module_text(notebook)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+if __name__ == "__main__":
+    for path in write_modules():
+        print(f"gerado: {path.relative_to(NOTEBOOKS.parent)}")

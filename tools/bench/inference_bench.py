@@ -169,8 +169,8 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:
     import ray
     import tensorflow as tf
 
+    from labutils.lesson05 import create_model
     from labutils.raytools import init_ray
-    from labutils.tf import create_model
 
     scale, repeats = args["scale"], args["repeats"]
     size = sizes(scale)

@@ -35,12 +35,8 @@ from typing import Any
 import numpy as np
 
 from labutils.config import pick, sizes
-from labutils.search import (
-    fit_and_score,
-    most_expensive_first,
-    speedup_bound,
-    validate_grid,
-)
+from labutils.lesson02 import fit_and_score, most_expensive_first, speedup_bound
+from labutils.search import validate_grid
 from labutils.timing import Timer
 from tools.bench.report import Measurement, Report, effective_bound, verdict
 from tools.bench.search_runs import (

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from labutils.search import RANDOM_STATE, fit_and_score, most_expensive_first, validate_grid
+from labutils.lesson02 import fit_and_score, most_expensive_first
+from labutils.search import RANDOM_STATE, validate_grid
 from labutils.timing import Timer
 from labutils.tuning import (
     PAIR_KEY,

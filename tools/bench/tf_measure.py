@@ -72,8 +72,8 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
     """Pipeline, treino centralizado e MirroredStrategy, num processo só."""
     import warnings
 
-    from labutils.tf import SHUFFLE_BUFFER, create_model, get_data, global_batch_size
-    from labutils.tf import normalize_images as scale
+    from labutils.lesson05 import SHUFFLE_BUFFER, create_model, get_data, global_batch_size
+    from labutils.lesson05 import normalize_images as scale
     from tools.lesson_code import load
 
     devices = load("05_tensorflow_mirrored").setup_devices(logical_cpus=2)
@@ -114,7 +114,7 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     import tensorflow as tf
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # antes de qualquer outra op do TF
-    from labutils.tf import create_model, get_data
+    from labutils.lesson05 import create_model, get_data
 
     train, n, source = load_train(config["scale"], config["images"], config["synthetic"])
     global_batch = config["batch_per_replica"] * strategy.num_replicas_in_sync
