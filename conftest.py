@@ -117,7 +117,9 @@ def _check_leftovers() -> str:
     if not _check_enabled():
         return ""
     left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S, SEEN)
-    processes.kill_pids(left)
+    from labutils.system import kill_pids
+
+    kill_pids(left)
     return "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
 
 

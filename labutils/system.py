@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 LOCALHOST = "127.0.0.1"
 #: quanto esperar por um endereço que não responde (segundos): o ``join`` e o ``init_ray``
@@ -150,22 +150,32 @@ def kill_group(proc: subprocess.Popen, *, grace: float = 5.0) -> None:
         proc.wait(timeout=5)
 
 
+def kill_pids(pids: Iterable[int], *, wait_s: float = 10.0) -> None:
+    """SIGKILL em cada um dos ``pids`` (e só neles), esperando até ``wait_s`` s que saiam."""
+    import psutil
+
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            proc.kill()
+            procs.append(proc)
+    psutil.wait_procs(procs, timeout=wait_s)
+
+
 def kill_tree(pid: int | None, *, wait_s: float = 10.0) -> None:
     """SIGKILL em ``pid`` e em todos os seus descendentes (um kernel e o Ray que ele iniciou),
-    esperando até ``wait_s`` s que saiam. ``None`` ou um processo que já saiu: nada a fazer."""
+    lidos antes do sinal (depois, os órfãos já não teriam pai). ``None`` ou um processo que já
+    saiu: nada a fazer."""
     import psutil
 
     if not pid:
         return
     try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        family = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
     except psutil.NoSuchProcess:
         return
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
-    psutil.wait_procs(procs, timeout=wait_s)
+    kill_pids(family, wait_s=wait_s)
 
 
 def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:

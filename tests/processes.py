@@ -4,7 +4,8 @@ sobreviver à suíte).
 
 O que serve também ao pacote mora em :mod:`labutils.system` (rodar um comando com prazo:
 ``system.run``; um grupo de processos próprio e o fim dele: ``spawn_group``/``kill_group``;
-quais PIDs ainda vivem: ``alive``); aqui fica só o que os testes precisam além disso. O
+encerrar PIDs ou uma árvore: ``kill_pids``/``kill_tree``; quais PIDs ainda vivem: ``alive``);
+aqui fica só o que os testes precisam além disso. O
 ``conftest.py`` da raiz também usa este módulo (``pythonpath`` do pytest no ``pyproject.toml``).
 """
 
@@ -77,35 +78,6 @@ def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
         with contextlib.suppress(psutil.Error):
             left.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
     assert not left, f"{what} ficaram vivos: {left}"
-
-
-# ---------------------------------------------------------------- encerrar
-
-
-def kill_pids(pids: Iterable[int], timeout: float = 5) -> None:
-    """SIGKILL em cada um dos ``pids`` (e só neles), esperando até ``timeout`` s que saiam."""
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(pid)
-            proc.kill()
-            procs.append(proc)
-    psutil.wait_procs(procs, timeout=timeout)
-
-
-def kill_tree(proc: subprocess.Popen | psutil.Process, timeout: float = 30) -> None:
-    """SIGKILL em ``proc`` e em todos os descendentes dele, como uma máquina que desliga.
-
-    A lista de descendentes é lida ANTES do sinal: depois dele, os órfãos (o Ray que um driver
-    iniciou, os workers que o Ray pôs em grupos de processos próprios) já não teriam pai.
-    """
-    family = descendants(proc.pid)
-    with contextlib.suppress(psutil.Error):
-        proc.kill()
-    if isinstance(proc, subprocess.Popen):
-        proc.wait(timeout=timeout)
-    kill_pids(family)
-    assert_gone({proc.pid, *family}, "depois do SIGKILL, processos", wait_s=timeout)
 
 
 # ---------------------------------------------------------------- os processos da sessão

@@ -33,10 +33,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from processes import assert_gone, descendants, kill_pids
+from processes import assert_gone, descendants
 
 from labutils import system
 from labutils.cluster import auth_token
+from labutils.system import kill_pids
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

@@ -83,31 +83,18 @@ def test_token_auth_is_on_and_cluster_is_private(local_cluster):
         assert str(local_cluster.port) not in default.read_text()
 
 
-def ports_table() -> str:
-    """A tabela (markdown) de ``CLASSROOM_PORTS``, a que a lição 04 e o README mostram."""
-    lines = ["| porta (TCP) | para quê | em quais máquinas | opção do `ray start` |"]
-    lines.append("| --- | --- | --- | --- |")
-    for port in cluster.CLASSROOM_PORTS:
-        label = str(port.first) if port.first == port.last else f"{port.first}–{port.last}"
-        where = "nó principal" if port.head_only else "todas"
-        flag = f"`{port.flag}`" if port.flag else "— (não se fixa)"
-        flag += f" / `{port.last_flag}`" if port.last_flag else ""
-        lines.append(f"| {label} | {port.what} | {where} | {flag} |")
-    return "\n".join(lines)
-
-
-def test_the_ports_table_of_lesson_04_and_the_readme_is_the_one_start_head_uses():
-    """Uma fonte só: a tabela de portas do README e da lição 04 é ``CLASSROOM_PORTS``, e cada
+def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
+    """Uma fonte só: ``python -m labutils.cluster ports`` imprime ``CLASSROOM_PORTS``, e cada
     porta dela vira uma opção do ``ray start`` do nó principal."""
-    import nbformat
+    from labutils.cluster.__main__ import main
 
-    table = ports_table()
-    lesson = nbformat.read(str(REPO / "notebooks" / "04_cluster_ray.ipynb"), as_version=4)
-    assert any(table in c.source for c in lesson.cells if c.cell_type == "markdown")
-    assert table in (REPO / "README.md").read_text(encoding="utf-8")
+    assert main(["ports"]) == 0
+    table = capsys.readouterr().out
     cmd = " ".join(cluster.head_command())
-    for port in [p for p in cluster.CLASSROOM_PORTS if p.flag]:
-        assert f"{port.flag}={port.first}" in cmd, port
+    for port in cluster.CLASSROOM_PORTS:
+        assert f"| {port.first}" in table, port
+        if port.flag:
+            assert f"{port.flag}={port.first}" in cmd, port
         if port.last_flag:
             assert f"{port.last_flag}={port.last}" in cmd, port
 

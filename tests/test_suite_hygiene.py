@@ -16,9 +16,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from processes import SESSION_MARK, kill_pids
+from processes import SESSION_MARK
 
 from labutils import system
+from labutils.system import kill_pids
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """Linha de comando do cluster: ``python -m labutils.cluster COMANDO`` (``start-head``,
-``join IP:PORTA``, ``status [IP:PORTA]``, ``stop``, ``local``; veja ``--help``). Cada comando
+``join IP:PORTA``, ``status [IP:PORTA]``, ``ports``, ``stop``, ``local``; veja ``--help``). Cada comando
 imprime o comando ``ray`` que executa; com ``RAY_AUTH_MODE=disabled``, começa com um aviso."""
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="para TODO o Ray desta máquina (ray stop)")
     stop.add_argument("--force", action="store_true")
 
+    sub.add_parser("ports", help="as portas que o firewall da sala precisa liberar (tabela)")
+
     local = sub.add_parser("local", help="nó principal + N workers nesta máquina, até Ctrl+C")
     local.add_argument("--workers", type=int, default=2)
     local.add_argument("--cpus-per-node", type=int, default=1)
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             cluster.join(args.address, num_cpus=args.num_cpus)
         elif args.command == "status":
             cluster.status(args.address)
+        elif args.command == "ports":
+            print(cluster.ports_table())
         elif args.command == "stop":
             cluster.stop(force=args.force)
         elif args.command == "local":

@@ -83,6 +83,20 @@ CLASSROOM_SYSTEM_CONFIG = {
 }
 
 
+def ports_table() -> str:
+    """A tabela (markdown) de :data:`CLASSROOM_PORTS`: o que o firewall da sala precisa liberar
+    (``python -m labutils.cluster ports``)."""
+    lines = ["| porta (TCP) | para quê | em quais máquinas | opção do `ray start` |"]
+    lines.append("| --- | --- | --- | --- |")
+    for port in CLASSROOM_PORTS:
+        label = str(port.first) if port.first == port.last else f"{port.first}–{port.last}"
+        where = "nó principal" if port.head_only else "todas"
+        flag = f"`{port.flag}`" if port.flag else "— (não se fixa)"
+        flag += f" / `{port.last_flag}`" if port.last_flag else ""
+        lines.append(f"| {label} | {port.what} | {where} | {flag} |")
+    return "\n".join(lines)
+
+
 def port_flags(*, head: bool) -> list[str]:
     """As opções do ``ray start`` que fixam cada porta de :data:`CLASSROOM_PORTS`."""
     flags = []

@@ -250,14 +250,12 @@ class LocalCluster:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             for proc in self._nodes:  # o que sobrou do grupo de cada nó
                 system.kill_group(proc, grace=0)
-            leftovers = []  # os vivos deste cluster, pelos PIDs vistos ou pelo --temp-dir
+            leftovers = set(self._pids)  # os vivos deste cluster: PIDs vistos ou o --temp-dir
             for p in psutil.process_iter(["cmdline"]):
                 with contextlib.suppress(psutil.Error):
-                    mine = p.pid in self._pids or self.temp_dir in " ".join(p.info["cmdline"] or [])
-                    if mine and p.status() != psutil.STATUS_ZOMBIE:
-                        p.kill()
-                        leftovers.append(p)
-            psutil.wait_procs(leftovers, timeout=5)
+                    if self.temp_dir in " ".join(p.info["cmdline"] or []):
+                        leftovers.add(p.pid)
+            system.kill_pids(system.alive(leftovers), wait_s=5)
             self._nodes.clear()
             with contextlib.suppress(Exception):
                 atexit.unregister(self.stop)
