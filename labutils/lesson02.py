@@ -46,7 +46,7 @@ def fit_and_score(
     """Treina uma ``RandomForestRegressor`` e devolve ``(n_estimators, max_depth, mse, segundos)``.
 
     O MSE é medido em ``(X_test, y_test)``: numa busca, passe a **validação**. ``segundos``
-    inclui treino e avaliação, como no roteiro original; ``n_jobs`` vai ao scikit-learn.
+    inclui treino e avaliação; ``n_jobs`` vai ao scikit-learn.
     """
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.metrics import mean_squared_error

@@ -149,14 +149,3 @@ def gather_with_progress(
                 results[position[ref]] = ray.get(ref)
                 bar.update(1)
     return results
-
-
-_MOVED = {"fit_and_score", "speedup_bound", "most_expensive_first", "estimated_cost"}
-
-
-def __getattr__(name: str) -> Any:  # TEMPORÁRIO: até as lições 03 e 04 importarem de lesson02
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module("labutils.lesson02"), name)
-    raise AttributeError(name)

@@ -71,23 +71,6 @@ def test_the_real_probe_measures_this_machine():
     assert probe["device"] == "nenhuma" or probe["device"].startswith("/physical_device:GPU")
 
 
-def test_each_lesson_header_cites_the_rehearsal_table():
-    """O cabeçalho de cada lição cita o ensaio (uma fonte: ``docs/ensaio/ensaio.json``)."""
-    import json
-    from pathlib import Path
-
-    import nbformat
-
-    root = Path(__file__).resolve().parents[1]
-    table = json.loads((root / "docs" / "ensaio" / "ensaio.json").read_text(encoding="utf-8"))
-    for lesson in table["lessons"]:
-        path = root / "notebooks" / lesson["notebook"]
-        header = " ".join(nbformat.read(path, as_version=4).cells[0].source.split())
-        assert "docs/ensaio/ensaio.md" in header, f"{path.name} não cita o ensaio"
-        minutes = f"{lesson['core_s'] / 60:.1f}".replace(".", ",")
-        assert f"levou {minutes} min" in header, f"{path.name}: o ensaio diz {minutes} min"
-
-
 def test_the_rehearsal_says_which_lessons_use_the_gpu():
     """05 e 07 usam a GPU quando há uma; a 06 a esconde e, como as sem TensorFlow, o doctor a
     estima pelas CPUs. A regra do ensaio e o ``gpu`` gravado em ``ensaio.json`` concordam."""
