@@ -76,8 +76,6 @@ def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> P
     import joblib
     import numpy as np
 
-    if n_samples < 10:
-        raise ValueError(f"n_samples deve ser pelo menos 10, recebi {n_samples!r}.")
     rng = np.random.default_rng(seed)
     households = np.maximum(rng.lognormal(6.0, 0.6, n_samples).round(), 2.0)
     ave_rooms = np.clip(rng.normal(5.4, 1.2, n_samples), 1.5, 12.0)

@@ -204,7 +204,6 @@ print(JSON_MARK + json.dumps(out))
 
 def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
     """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
-    system.check_seconds(timeout)
     return system.run_json(
         [python, "-c", f"JSON_MARK = {system.JSON_MARK!r}\n{_TF_PROBE}"],
         env=config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"}),
@@ -315,7 +314,6 @@ HOST_TIMEOUT_S = 2.0
 def check_cpus(count: int | None = None) -> Row:
     if count is None:
         count = system.usable_cpus()
-    system.check_int(count, "count (núcleos)")
     if count < 2:
         return Row(
             WARN,

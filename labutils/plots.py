@@ -12,24 +12,8 @@ import numpy as np
 # ---------------------------------------------------------------- lição 02
 # Os resultados são alinhados pela configuração ``(n_estimators, max_depth)``, não pela posição:
 # a busca distribuída pode devolvê-las em outra ordem.
-def _seconds_by_config(results: Iterable[Sequence[Any]], what: str) -> dict[tuple[int, int], float]:
-    out: dict[tuple[int, int], float] = {}
-    for row in results:
-        if len(row) < 4:
-            raise ValueError(
-                f"Resultado {what} {row!r} não tem o formato (n_estimators, max_depth, mse, segundos)."
-            )
-        out[(int(row[0]), int(row[1]))] = float(row[3])
-    if not out:
-        raise ValueError(f"Não há resultados {what} para desenhar.")
-    return out
-
-
-def config_labels(grid: Iterable[Sequence[int]]) -> list[str]:
-    """Rótulos ``"(n_estimators, max_depth)"`` para o eixo das configurações."""
-    from labutils.search import validate_grid
-
-    return [f"({n}, {d})" for n, d in validate_grid(grid)]
+def _seconds_by_config(results: Iterable[Sequence[Any]]) -> dict[tuple[int, int], float]:
+    return {(int(row[0]), int(row[1])): float(row[3]) for row in results}
 
 
 def plot_comparison(
@@ -44,15 +28,9 @@ def plot_comparison(
     cada configuração no laço; à direita, os totais."""
     import matplotlib.pyplot as plt
 
-    central = _seconds_by_config(central_results, "centralizados")
-    dist = _seconds_by_config(distributed_results, "distribuídos")
+    central = _seconds_by_config(central_results)
+    dist = _seconds_by_config(distributed_results)
     order = [(int(n), int(d)) for n, d in grid] if grid is not None else list(central)
-    missing = [cfg for cfg in order if cfg not in central or cfg not in dist]
-    if missing:
-        raise ValueError(
-            f"As configurações {missing} não aparecem nas duas buscas: compare buscas feitas "
-            "com a mesma grade."
-        )
     k = len(order)
     x = np.arange(k)
     central_each = np.array([central[c] for c in order])
@@ -65,7 +43,10 @@ def plot_comparison(
     ax_t.plot(x, central_each, "o--", color="tab:red", alpha=0.45, label="Centralizado (cada)")
     ax_t.plot(x, dist_each, "o-", color="tab:blue", label="Distribuído (cada tarefa)")
     ax_t.set_xticks(
-        x, config_labels(order), rotation=45 if k > 6 else 0, ha="right" if k > 6 else "center"
+        x,
+        [f"({n}, {d})" for n, d in order],
+        rotation=45 if k > 6 else 0,
+        ha="right" if k > 6 else "center",
     )
     ax_t.set_xlabel("Configuração (n_estimators, max_depth)")
     ax_t.set_ylabel("Tempo (s)")
@@ -95,13 +76,6 @@ def plot_speedups(
     import matplotlib.pyplot as plt
 
     names, speedups, bounds = list(names), [float(s) for s in speedups], [float(b) for b in bounds]
-    if not (len(names) == len(speedups) == len(bounds)) or not names:
-        raise ValueError(
-            "names, speedups e bounds devem ter o mesmo tamanho (≥ 1), recebi "
-            f"{len(names)}, {len(speedups)} e {len(bounds)}."
-        )
-    if not cores > 0:
-        raise ValueError(f"cores deve ser positivo, recebi {cores!r}.")
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(8, 1.8 + 0.6 * len(names)))
     bars = ax.barh(y, speedups, color="tab:blue", ec="k", height=0.6, label="speedup medido")
@@ -154,13 +128,7 @@ def plot_timeline(
     import matplotlib.pyplot as plt
 
     labels = [str(label) for label in labels]
-    panels = [("medido", measured)] + ([("simulado", simulated)] if simulated is not None else [])
-    for what, bars in panels:
-        if len(bars) != len(labels) or not labels:
-            raise ValueError(
-                f"Cada tarefa precisa de um rótulo: {len(bars)} barras ({what}) e "
-                f"{len(labels)} rótulos (≥ 1)."
-            )
+    panels = [measured] + ([simulated] if simulated is not None else [])
     palette = plt.get_cmap("tab10").colors
     colors = {label: palette[i % len(palette)] for i, label in enumerate(dict.fromkeys(labels))}
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 1.6 + 0.5 * 4), sharex=True)
@@ -200,8 +168,6 @@ def plot_training(runs: dict[str, Run]) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    if not runs:
-        raise ValueError("Nenhum treino para desenhar: passe {'nome': Run(...)}.")
     fig, axes = plt.subplots(2, 2, figsize=(11, 7))
     panels = [
         (axes[0, 0], "perda de treino", lambda r: r.metrics["loss"]),

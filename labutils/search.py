@@ -91,9 +91,6 @@ def split_train_validation_test(
     """
     from sklearn.model_selection import train_test_split
 
-    for name, frac in (("test_size", test_size), ("validation_size", validation_size)):
-        if not 0 < frac < 1:
-            raise ValueError(f"{name} deve ser uma fração entre 0 e 1, recebi {frac!r}.")
     X_rest, X_test, y_rest, y_test = train_test_split(
         X, y, test_size=test_size, random_state=random_state
     )

@@ -30,13 +30,6 @@ def check_int(value: object, name: str, low: int = 1, high: int | None = None, e
     return value
 
 
-def check_seconds(value: object, name: str = "timeout") -> float:
-    """``value`` se for um número de segundos > 0; senão ``ValueError`` que o nomeia."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} deve ser um número de segundos > 0, recebi {value!r}.")
-    return value
-
-
 def usable_cpus() -> int:
     """Quantas CPUs lógicas este processo pode usar, em Linux, macOS e Windows.
 
@@ -70,7 +63,6 @@ def run(
     nas mensagens. ``leave_running``: o que o comando deixou no ar ao terminar bem (os serviços
     de um ``ray start`` sem ``--block``) continua vivo; sem ele, o grupo é encerrado ao fim.
     """
-    check_seconds(timeout)
     shown = shown_as or " ".join(map(str, cmd))
     proc = spawn_group(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -218,7 +210,6 @@ def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
 def free_ports(count: int, avoid: set[int] | None = None) -> list[int]:
     """``count`` portas livres e distintas em 127.0.0.1 (os sockets ficam abertos até escolher
     todas, para o sistema não repetir nenhuma)."""
-    check_int(count, "count")
     avoid = set(avoid or ())
     socks: list[socket.socket] = []
     ports: list[int] = []

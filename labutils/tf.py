@@ -20,8 +20,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from labutils.system import check_int  # noqa: E402
-
 # ---------------------------------------------------------------- a validação
 
 
@@ -31,15 +29,7 @@ def split_validation(
     """``(treino sem a validação, validação)``: a validação são os primeiros ``fraction ×
     num_examples`` exemplos do TREINO (a ordem do ``tfds.load`` é fixa: todo worker separa os
     mesmos). O teste fica para medir o modelo final uma vez só."""
-    check_int(num_examples, "num_examples")
-    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
-        raise ValueError(f"fraction deve ser um número entre 0 e 1, recebi {fraction!r}.")
     num_val = max(1, int(num_examples * fraction))
-    if num_val >= num_examples:
-        raise ValueError(
-            f"Com {num_examples} exemplos não sobra treino depois de separar {num_val} para a "
-            "validação: use mais exemplos ou uma fração menor."
-        )
     return train.skip(num_val), train.take(num_val)
 
 
@@ -56,8 +46,6 @@ def lesson_model_path() -> Path:
 def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = None) -> Path:
     """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) num arquivo ao lado, depois
     renomeado: nunca fica um modelo pela metade com o nome final."""
-    if not callable(getattr(model, "save", None)):
-        raise TypeError(f"save_lesson_model espera um modelo Keras, recebi {type(model).__name__}.")
     path = Path(path) if path is not None else lesson_model_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.stem}-{os.getpid()}-parcial.keras")
@@ -99,7 +87,6 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
     def __init__(self, num_examples: int):
         super().__init__()
-        check_int(num_examples, "num_examples")
         self.num_examples = num_examples
         self.epoch_seconds: list[float] = []
         self._start: float | None = None

@@ -61,7 +61,6 @@ def split_address(address: str) -> tuple[str, int]:
 
 def wait_for_nodes(count: int, timeout: float = 30) -> int:
     """Espera (no driver já conectado) até o cluster ter ``count`` nós vivos; devolve quantos."""
-    system.check_int(count, "count (nós)")
     deadline = time.monotonic() + timeout
     while (alive := len(alive_nodes())) < count:
         if time.monotonic() > deadline:

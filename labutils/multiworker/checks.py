@@ -3,12 +3,22 @@
 ou ``...``), :class:`TodoNotDone`. O Jupyter mostra só a mensagem, sem traceback.
 
 Uma seção por TODO do notebook, na ordem dele: 1. os dados de cada worker; 2. o modelo; 3. a
-função de treino (2 processos locais, um passo, sem o Ray); 4. o trainer antes do ``fit``;
-5 e 6. o resultado do treino e a acurácia.
+função de treino e a retomada (2 processos locais, um passo, sem o Ray); 4. o treino no cluster
+(o trainer, o resultado e o que ficou gravado); 5. a acurácia do modelo restaurado.
+
+Cada verificação julga o que o código **faz** (os exemplos que cada worker vê, o valor da perda
+num lote conhecido, o que cada processo reportou, os checkpoints gravados), e não como ele foi
+escrito: qualquer resposta certa, nos idiomas da documentação do Keras, do TensorFlow e do Ray,
+passa. Quando o erro está num TODO anterior, a verificação diz qual consertar primeiro.
+
+As funções ``judge_*`` são as mesmas verificações a partir do que ficou no disco: é o que
+``tools/grade.py`` usa, fora do kernel do aluno.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -20,7 +30,13 @@ from typing import Any
 
 from labutils import config as lab_config
 from labutils import system
-from labutils.multiworker import LEGACY_KERAS_ENV, read_workers, strategy_name
+from labutils.multiworker import (
+    LEGACY_KERAS_ENV,
+    WORKER_FILE,
+    checkpoint_epoch,
+    read_workers,
+    strategy_name,
+)
 
 MWMS = "MultiWorkerMirroredStrategy"
 
@@ -61,6 +77,33 @@ def unfinished(value: Any, what: str) -> None:
 
 def ok(message: str) -> None:
     print(f"✅ {message}")
+
+
+def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; um erro dentro do código do aluno vira uma mensagem curta."""
+    try:
+        return fn(*args, **kwargs)
+    except (TodoNotDone, CheckFailed):
+        raise
+    except Exception as err:
+        raise CheckFailed(f"{what} falhou: {type(err).__name__}: {_short(err)}") from None
+
+
+def _short(err: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _first(number: int, check: Any, *args: Any) -> None:
+    """Roda em silêncio a verificação do TODO ``number`` (de que esta depende): se ela não passa,
+    a mensagem diz para consertar aquele TODO primeiro, em vez de um erro mais adiante."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(*args)
+    except TodoNotDone as err:
+        raise TodoNotDone(f"Termine o TODO {number} primeiro. {err}") from None
+    except CheckFailed as err:
+        raise CheckFailed(f"Conserte o TODO {number} primeiro: {err}") from None
 
 
 # ---------------------------------------------------------------- um TODO pendente
@@ -173,7 +216,9 @@ def check_worker_datasets(worker_datasets: Any) -> None:
         global_batch = _BATCH * num_workers
         made = []
         for index in range(num_workers):
-            pair = worker_datasets(
+            pair = _call(
+                "worker_datasets",
+                worker_datasets,
                 _numbered(0, _TRAIN_IDS),
                 _numbered(_TRAIN_IDS, _VAL_IDS),
                 global_batch=global_batch,
@@ -192,7 +237,10 @@ def check_worker_datasets(worker_datasets: Any) -> None:
             (1, "validação", range(_TRAIN_IDS, _TRAIN_IDS + _VAL_IDS)),
         ):
             datasets = [pair[split] for pair in made]
-            batch_sizes = {int(x.shape[0]) for d in datasets for x, _ in d.take(1)}
+            batch_sizes = _call(
+                "Ler o 1º lote",
+                lambda d=datasets: {int(x.shape[0]) for ds in d for x, _ in ds.take(1)},
+            )
             if batch_sizes != {global_batch}:
                 raise CheckFailed(
                     f"{what}, {num_workers} workers: o 1º lote tem {sorted(batch_sizes)} "
@@ -204,22 +252,37 @@ def check_worker_datasets(worker_datasets: Any) -> None:
                 _as_the_strategy_sees_it(d, num_workers, index, global_batch)
                 for index, d in enumerate(datasets)
             ]
-            seen = [[int(i) for _, ids in view for i in ids.numpy().ravel()] for view in views]
+            seen = _call(
+                "Percorrer uma época",
+                lambda v=views: [[int(i) for _, ids in w for i in ids.numpy().ravel()] for w in v],
+            )
             _compare(seen, expected, what, num_workers)
     ok("cada worker lê a sua fatia: disjuntas, cobrindo treino e validação uma vez por época")
 
 
 # ---------------------------------------------------------------- TODO 2: o modelo
+#: a probabilidade da classe certa no lote de referência: a perda certa é -log(0,9)
+_SURE = 0.9
+
+
 def check_build_model(build_model: Any, num_classes: int = 100) -> None:
-    """Confere ``build_model(strategy, num_classes)``: escopo e par saída/perda."""
+    """Confere ``build_model(strategy, num_classes)`` pelo que o modelo faz: nasceu no escopo da
+    estratégia recebida, está compilado, a perda compilada dá o valor certo num lote conhecido
+    (probabilidades se a saída é softmax, logits se é linear) e a métrica ``accuracy`` mede a
+    acurácia. Qualquer forma de compilar da documentação do Keras passa (textos ou objetos)."""
+    import numpy as np
     import tensorflow as tf
 
-    from labutils.tf import check_loss_activation
-
     unfinished(build_model, "build_model")
+    if not callable(build_model):
+        raise CheckFailed(f"build_model deve ser uma função, recebi {build_model!r}.")
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    model = build_model(strategy, num_classes)
+    model = _call("build_model(strategy, num_classes)", build_model, strategy, num_classes)
     unfinished(model, "build_model")
+    if not hasattr(model, "distribute_strategy"):
+        raise CheckFailed(
+            f"build_model deve devolver o modelo Keras, recebi {type(model).__name__}."
+        )
     if model.distribute_strategy is not strategy:
         raise CheckFailed(
             "O modelo foi criado FORA do escopo da estratégia recebida "
@@ -231,11 +294,53 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
             "O modelo não foi compilado: chame model.compile(...) dentro de strategy.scope() "
             "(o otimizador também cria variáveis que precisam ser espelhadas)."
         )
-    try:
-        check_loss_activation(model)
-    except ValueError as err:
-        raise CheckFailed(str(err)) from None
-    ok("modelo criado e compilado dentro de strategy.scope(), com saída e perda coerentes")
+    rows = 8
+    x = np.random.default_rng(0).random((rows, 32, 32, 3), dtype=np.float32)
+    y = np.arange(rows) % num_classes
+    out = np.asarray(_call("O modelo (num lote de 8 imagens)", model, x, training=False))
+    if out.shape != (rows, num_classes):
+        raise CheckFailed(
+            f"A saída do modelo tem forma {out.shape}, esperado {(rows, num_classes)}: uma "
+            "probabilidade (ou logit) por classe."
+        )
+    gives_probabilities = bool((out >= 0).all() and np.allclose(out.sum(axis=1), 1, atol=1e-3))
+    sure = np.full((rows, num_classes), (1 - _SURE) / (num_classes - 1), dtype=np.float32)
+    sure[np.arange(rows), y] = _SURE
+    y_pred = sure if gives_probabilities else np.log(sure)  # o que a saída do modelo é
+    loss = _call(
+        "A perda compilada (rótulos inteiros, como os do CIFAR-100)",
+        lambda: float(model.compute_loss(x=x, y=tf.constant(y), y_pred=tf.constant(y_pred))),
+    )
+    expected = -float(np.log(_SURE))
+    if abs(loss - expected) > 1e-3:
+        if gives_probabilities:
+            why = (
+                "A última camada já devolve probabilidades (softmax): a perda deve tratá-las como "
+                "probabilidades, from_logits=False (o padrão); com from_logits=True ela aplica a "
+                "softmax de novo."
+            )
+        else:
+            why = (
+                "A última camada devolve logits (sem softmax): use a perda com from_logits=True, "
+                "ou ponha a softmax na saída."
+            )
+        raise CheckFailed(
+            f"A perda compilada dá {loss:.3f} num lote em que a classe certa tem probabilidade "
+            f"{_SURE:g}; a entropia cruzada dá -log({_SURE:g}) = {expected:.3f}. {why}"
+        )
+    scores = _call(
+        "model.evaluate num lote",
+        lambda: model.evaluate(x, y, batch_size=rows, verbose=0, return_dict=True),
+    )
+    right = float(np.mean(out.argmax(axis=1) == y))
+    if "accuracy" not in scores or abs(float(scores["accuracy"]) - right) > 1e-6:
+        raise CheckFailed(
+            f"O modelo compilado mede {sorted(scores)}: inclua a métrica 'accuracy' "
+            "(metrics=['accuracy']), que a função de treino reporta e as curvas mostram."
+        )
+    ok(
+        "modelo criado e compilado dentro de strategy.scope(), perda e acurácia com os valores certos"
+    )
 
 
 # ---------------------------------------------------------------- TODO 3: a função de treino
@@ -264,8 +369,30 @@ def _tiny_cifar(scale: str | None = None, **_: Any) -> Any:
     return Cifar100(data, data, None, _EXAMPLES, _EXAMPLES, True, "numerado (verificação)")
 
 
+#: variável de ambiente com a pasta comum aos processos da verificação (a "pasta do checkpoint")
+_SHARED_ENV = "LABUTILS_CHECK_SHARED"
+
+
+def _weights_digest(model: Any) -> list[float]:
+    return [float(abs(w).sum()) for w in model.get_weights()]
+
+
+def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: float = 60) -> None:
+    """O ``ray.train.report`` é uma barreira: espera os outros workers chegarem ao mesmo report
+    (ou terminarem a função sem chegar: aí o veredito conta os reports e explica)."""
+    (shared / f"{name}.rank{rank}").touch()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        arrived = sum((shared / f"{name}.rank{r}").exists() for r in range(num_workers))
+        gone = sum((shared / f"done.rank{r}").exists() for r in range(num_workers))
+        if arrived + gone >= num_workers:
+            return
+        time.sleep(0.05)
+
+
 def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez."""
+    """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez. Com
+    ``config["_resume_from"]``, ``ray.train.get_checkpoint()`` devolve aquela pasta."""
     from unittest import mock
 
     import ray.train
@@ -275,20 +402,34 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
 
     cluster = lab_config.tf_config()
     num_workers, rank = len(cluster["cluster"]["worker"]), cluster["task"]["index"]
+    phase = config.pop("_phase", 1)
+    shared = Path(os.environ[_SHARED_ENV]) / f"phase{phase}"
+    shared.mkdir(exist_ok=True)
+    resume_from = config.pop("_resume_from", None)
     seen: dict[str, Any] = {"rank": rank, "fits": [], "reports": [], "weights": None}
 
     def report(metrics: dict, checkpoint: Any = None, **_: Any) -> None:
         files: list[str] = []
+        name = f"phase{phase}_report{len(seen['reports']) + 1}"
         if checkpoint is not None:
+            import shutil
+
             with checkpoint.as_directory() as folder:
                 files = sorted(os.listdir(folder))
-        seen["reports"].append({"metrics": sorted(metrics), "files": files})
+                # o Ray Train junta os arquivos de todos os workers numa pasta só
+                shutil.copytree(folder, shared / name, dirs_exist_ok=True)
+        epoch = metrics.get("epoch") if isinstance(metrics, dict) else None
+        keys = sorted(metrics) if isinstance(metrics, dict) else []
+        seen["reports"].append({"metrics": keys, "epoch": epoch, "files": files, "dir": name})
+        _barrier(shared, name, rank, num_workers)
 
     real_fit = tf.keras.Model.fit
 
     def fit(model: Any, x: Any = None, *args: Any, **kwargs: Any) -> Any:
         strategy = model.distribute_strategy
         entry = {"strategy": strategy_name(strategy), "replicas": strategy.num_replicas_in_sync}
+        entry["start_weights"] = _weights_digest(model)
+        entry["epochs"] = int(kwargs.get("epochs", 1)) - int(kwargs.get("initial_epoch", 0))
         if isinstance(x, tf.data.Dataset):
             entry["batch"] = int(next(iter(x.take(1)))[0].shape[0])
             view = _as_the_strategy_sees_it(x, num_workers, rank, entry["batch"])
@@ -299,7 +440,7 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
                 kwargs["validation_data"] = kwargs["validation_data"].take(1)
         seen["fits"].append(entry)
         history = real_fit(model, x, *args, **kwargs)
-        seen["weights"] = [float(abs(w).sum()) for w in model.get_weights()]
+        seen["weights"] = _weights_digest(model)
         return history
 
     context = SimpleNamespace(
@@ -309,17 +450,21 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
         get_local_world_size=lambda: 1,
         get_node_rank=lambda: rank,
     )
+    checkpoint = None if resume_from is None else ray.train.Checkpoint.from_directory(resume_from)
     for name, value in list(getattr(fn, "__globals__", {}).items()):
         if value is labutils.data.load_cifar100:  # o nome que o notebook usar
             fn.__globals__[name] = _tiny_cifar
-    with (
-        mock.patch.object(ray.train, "report", report),
-        mock.patch.object(ray.train, "get_context", lambda: context),
-        mock.patch.object(ray.train, "get_checkpoint", lambda: None),
-        mock.patch.object(labutils.data, "load_cifar100", _tiny_cifar),
-        mock.patch.object(tf.keras.Model, "fit", fit),
-    ):
-        fn(config)
+    try:
+        with (
+            mock.patch.object(ray.train, "report", report),
+            mock.patch.object(ray.train, "get_context", lambda: context),
+            mock.patch.object(ray.train, "get_checkpoint", lambda: checkpoint),
+            mock.patch.object(labutils.data, "load_cifar100", _tiny_cifar),
+            mock.patch.object(tf.keras.Model, "fit", fit),
+        ):
+            fn(config)
+    finally:
+        (shared / f"done.rank{rank}").touch()
     return seen
 
 
@@ -342,7 +487,13 @@ def _tf_configs(num_workers: int) -> list[dict[str, Any]]:
     ]
 
 
-def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float) -> list[dict]:
+def _launch(
+    fn: Any,
+    config: dict[str, Any],
+    num_workers: int,
+    timeout_s: float,
+    extra_env: dict[str, str] | None = None,
+) -> list[dict]:
     """``fn(config)`` em ``num_workers`` processos locais; por worker, ``tf_config``, ``value``
     (o retorno) e ``error`` (o traceback). Se um falha, os outros são encerrados na hora (o par
     esperaria para sempre); depois de ``timeout_s``, todos, e sobe ``TimeoutError``."""
@@ -356,7 +507,11 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
         deadline = time.monotonic() + timeout_s
         try:  # o finally encerra também os já iniciados, se um não iniciar
             for i, cfg in enumerate(configs):
-                extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
+                extra = {
+                    "TF_CONFIG": json.dumps(cfg),
+                    "CUDA_VISIBLE_DEVICES": "",
+                    **(extra_env or {}),
+                }
                 env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
                 env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
                 cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
@@ -401,14 +556,14 @@ def _run_job(workdir: str, index: str) -> int:
     return 0
 
 
-def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, Any]]:
+def _run(fn: Any, config: dict[str, Any], num_workers: int, shared: Path) -> list[dict[str, Any]]:
     """:func:`_observe` em ``num_workers`` processos; os erros deles viram mensagens."""
 
     def observed(cfg: dict[str, Any]) -> dict[str, Any]:
         return _observe(fn, cfg)
 
     try:
-        runs = _launch(observed, config, num_workers, _TIMEOUT_S)
+        runs = _launch(observed, config, num_workers, _TIMEOUT_S, {_SHARED_ENV: str(shared)})
     except TimeoutError:
         raise CheckFailed(
             f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): um deles "
@@ -436,7 +591,7 @@ def _run(fn: Any, config: dict[str, Any], num_workers: int) -> list[dict[str, An
 
 
 def _check_worker(rank, strategy, replicas, batch, num_workers: int, global_batch: int) -> None:
-    """A estratégia do MODELO de um worker, as réplicas em sincronia e o lote (TODOs 3 e 5)."""
+    """A estratégia do MODELO de um worker, as réplicas em sincronia e o lote (TODOs 3 e 4)."""
     if str(strategy).startswith("padrão"):
         raise CheckFailed(
             f"O modelo do worker {rank} foi criado FORA de strategy.scope() (a estratégia padrão):"
@@ -458,8 +613,50 @@ def _check_worker(rank, strategy, replicas, batch, num_workers: int, global_batc
         )
 
 
+def _same(a: list[float], b: list[float]) -> bool:
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return max(abs(x - y) for x, y in zip(a, b, strict=True)) <= 1e-4 * max(1.0, *a)
+
+
+def _check_reports(worker: dict[str, Any], epochs: list[int]) -> None:
+    """Um report com checkpoint por época treinada, com as métricas, a época e os arquivos."""
+    rank, reports = worker["rank"], worker["reports"]
+    trained = sum(fit.get("epochs", 1) for fit in worker["fits"])
+    if len(reports) != trained:
+        raise CheckFailed(
+            f"O worker {rank} chamou ray.train.report {len(reports)} vez(es) em {trained} "
+            "época(s); esperado 1 por época em TODOS os workers. O report é uma barreira: se só "
+            "o rank 0 o chama, ele espera os outros para sempre."
+        )
+    for report in reports:
+        if not report["files"]:
+            raise CheckFailed(
+                f"O worker {rank} reportou sem checkpoint (ou com a pasta vazia): passe "
+                "checkpoint=ray.train.Checkpoint.from_directory(pasta) em todos os workers."
+            )
+        if not {"loss", "accuracy", "epoch"} <= set(report["metrics"]):
+            raise CheckFailed(
+                f"O worker {rank} reportou {report['metrics']}: inclua 'loss', 'accuracy' "
+                "(as métricas do fit) e 'epoch'."
+            )
+        wanted = {f"worker_{rank}.json"} | ({"model.keras"} if rank == 0 else set())
+        if not wanted <= set(report["files"]):
+            raise CheckFailed(
+                f"O checkpoint do worker {rank} tem {report['files']}, faltam "
+                f"{sorted(wanted - set(report['files']))}: prepare a pasta com "
+                "save_checkpoint(pasta, model, epoch=..., global_batch=...) antes do report."
+            )
+    reported = [report["epoch"] for report in reports]
+    if reported != epochs:
+        raise CheckFailed(
+            f"O worker {rank} reportou as épocas {reported}, esperado {epochs}: 'epoch' nas "
+            "métricas é o número da época que acabou (1, 2, ...)."
+        )
+
+
 def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) -> None:
-    """Compara o que os workers anotaram (:func:`_observe`)."""
+    """Compara o que os workers anotaram (:func:`_observe`) no treino do zero, de 1 época."""
     sizes = (num_workers, global_batch)
     for worker in seen:
         if not worker["fits"]:
@@ -467,172 +664,163 @@ def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) ->
                 f"O worker {worker['rank']} não chamou model.fit: treine a cada época."
             )
         used = worker["fits"][0]
-        batch = used.get("batch")
-        _check_worker(worker["rank"], used["strategy"], used["replicas"], batch, *sizes)
+        _check_worker(worker["rank"], used["strategy"], used["replicas"], used.get("batch"), *sizes)
     ids = [worker["fits"][0]["ids"] for worker in seen]
     _compare(ids, range(_EXAMPLES // 10, _EXAMPLES), "treino", num_workers)
     for worker in seen:
-        rank, reports = worker["rank"], worker["reports"]
-        if len(reports) != len(worker["fits"]):
-            raise CheckFailed(
-                f"O worker {rank} chamou ray.train.report {len(reports)} vez(es) em "
-                f"{len(worker['fits'])} época(s); esperado 1 por época em TODOS os workers. O "
-                "report é uma barreira: se só o rank 0 o chama, ele espera os outros para sempre."
-            )
-        files = reports[0]["files"]
-        if not files:
-            raise CheckFailed(
-                f"O worker {rank} reportou sem checkpoint (ou com a pasta vazia): passe "
-                "checkpoint=ray.train.Checkpoint.from_directory(pasta) em todos os workers."
-            )
-        if not {"loss", "accuracy", "epoch"} <= set(reports[0]["metrics"]):
-            raise CheckFailed(
-                f"O worker {rank} reportou {reports[0]['metrics']}: inclua 'loss', 'accuracy' "
-                "(as métricas do fit) e 'epoch'."
-            )
-        wanted = {f"worker_{rank}.json"} | ({"model.keras"} if rank == 0 else set())
-        if not wanted <= set(files):
-            raise CheckFailed(
-                f"O checkpoint do worker {rank} tem {files}, faltam {sorted(wanted - set(files))}:"
-                " prepare a pasta com save_checkpoint(pasta, model, epoch=..., global_batch=...)"
-                " antes do report."
-            )
+        _check_reports(worker, [1])
     first = seen[0]["weights"]
     for worker in seen[1:]:
-        diff = max(abs(a - b) for a, b in zip(first, worker["weights"], strict=True))
-        if diff > 1e-3 * max(1.0, max(first)):
+        if not _same(first, worker["weights"]):
             raise CheckFailed(
-                f"Depois de um passo, os pesos do worker {worker['rank']} diferem dos do worker 0 "
-                f"(até {diff:.3g}): os gradientes não foram somados entre os workers."
+                f"Depois de um passo, os pesos do worker {worker['rank']} diferem dos do worker 0: "
+                "os gradientes não foram somados entre os workers."
             )
+
+
+def _resume_verdict(before: list[dict[str, Any]], seen: list[dict[str, Any]], epochs: int) -> None:
+    """A nova tentativa (``ray.train.get_checkpoint()`` com o checkpoint da época 1): cada worker
+    parte dos pesos gravados e treina só as épocas que faltam."""
+    saved = before[0]["weights"]
+    for worker in seen:
+        rank = worker["rank"]
+        if not worker["fits"]:
+            raise CheckFailed(
+                f"Na retomada (checkpoint da época 1 de {epochs}), o worker {rank} não chamou "
+                "model.fit: treine as épocas que faltam."
+            )
+        if not _same(worker["fits"][0]["start_weights"], saved):
+            raise CheckFailed(
+                f"Na retomada, o worker {rank} começou o fit com pesos que não são os do "
+                "checkpoint: quando ray.train.get_checkpoint() não é None, carregue o model.keras "
+                "dele dentro de strategy.scope() (resume) e treine esse modelo."
+            )
+        _check_reports(worker, list(range(2, epochs + 1)))
 
 
 def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
-    """Roda ``fn(config)`` em ``num_workers`` processos, uma época de um passo com
-    ``config["batch_per_worker"]`` por worker, e falha no primeiro erro encontrado."""
+    """Roda ``fn(config)`` em ``num_workers`` processos: uma época de um passo, do zero, com
+    ``config["batch_per_worker"]`` por worker; depois, em novos processos, a retomada com o
+    checkpoint dessa época (2 épocas ao todo). Falha no primeiro erro encontrado. Antes, confere
+    os TODOs 1 e 2 (``worker_datasets`` e ``build_model`` do notebook), se a função os usa."""
     unfinished(fn, "train_loop_per_worker")
     if not callable(fn):
         raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
     system.check_int(num_workers, "num_workers")
+    names = getattr(fn, "__globals__", {})
+    for number, name, check in ((1, "worker_datasets", check_worker_datasets),
+                                (2, "build_model", check_build_model)):  # fmt: skip
+        if callable(names.get(name)):
+            _first(number, check, names[name])
     if pending := pending_todo(fn):  # nem inicia os processos
         raise TodoNotDone(pending)
     global_batch = int(config["batch_per_worker"]) * num_workers
-    _verdict(_run(fn, {**config, "epochs": 1}, num_workers), num_workers, global_batch)
+    with tempfile.TemporaryDirectory(prefix="labutils-todo3-shared-") as shared:
+        first = _run(fn, {**config, "epochs": 1}, num_workers, Path(shared))
+        _verdict(first, num_workers, global_batch)
+        merged = Path(shared) / "phase1" / first[0]["reports"][0]["dir"]
+        again = {**config, "epochs": 2, "_phase": 2, "_resume_from": str(merged)}
+        _resume_verdict(first, _run(fn, again, num_workers, Path(shared)), 2)
     ok(
         f"{num_workers} processos, 1 passo: estratégia criada antes de tudo, modelo no escopo, "
         f"lote global {global_batch}, fatias disjuntas, report com checkpoint em todos, "
-        "pesos iguais depois do passo"
+        "pesos iguais depois do passo; retomada do checkpoint na época seguinte"
     )
 
 
-# ---------------------------------------------------------------- TODO 4: o trainer
-def check_scaling_config(scaling_config: Any, plan: Any) -> None:
-    """Confere o ``ScalingConfig`` contra o plano (``multiworker.plan_workers``)."""
-    from ray.train import ScalingConfig
-
-    unfinished(scaling_config, "scaling_config")
-    if not isinstance(scaling_config, ScalingConfig):
-        raise CheckFailed(
-            f"scaling_config deve ser um ray.train.ScalingConfig, recebi {type(scaling_config).__name__}."
-        )
-    if scaling_config.num_workers != plan.num_workers:
-        raise CheckFailed(
-            f"num_workers={scaling_config.num_workers!r}, mas o plano pede {plan.num_workers} "
-            "(use plan.num_workers)."
-        )
-    if bool(scaling_config.use_gpu) != plan.use_gpu:
-        raise CheckFailed(
-            f"use_gpu={scaling_config.use_gpu!r}, mas o plano diz {plan.use_gpu} "
-            "(use plan.use_gpu: GPU só quando o cluster tem uma por worker)."
-        )
-    if (scaling_config.resources_per_worker or None) != plan.resources_per_worker:
-        raise CheckFailed(
-            f"resources_per_worker={scaling_config.resources_per_worker!r}, mas o plano (que "
-            f"cabe no cluster) é {plan.resources_per_worker!r}: use plan.resources_per_worker."
-        )
-    ok(f"ScalingConfig: {plan.num_workers} workers, use_gpu={plan.use_gpu}")
-
-
-def check_trainer(trainer: Any, plan: Any, train_loop_per_worker: Any) -> None:
-    """Confere o ``TensorflowTrainer`` antes do ``fit``: função, workers, pasta, nome, falhas."""
+# ---------------------------------------------------------------- TODO 4: o treino no cluster
+def run_facts(trainer: Any, result: Any) -> dict[str, Any]:
+    """O que :func:`judge_run` precisa do ``trainer`` e do ``result`` (um dicionário em JSON)."""
     from ray.train.tensorflow import TensorflowTrainer
 
     unfinished(trainer, "trainer (TODO 4)")
+    unfinished(result, "result (TODO 4)")
     if not isinstance(trainer, TensorflowTrainer):
         raise CheckFailed(
             f"trainer deve ser um ray.train.tensorflow.TensorflowTrainer, recebi "
             f"{type(trainer).__name__}."
         )
-    if trainer.train_loop_per_worker is not train_loop_per_worker:
+    if not hasattr(result, "checkpoint") or not hasattr(result, "path"):
         raise CheckFailed(
-            "O trainer não recebeu a sua train_loop_per_worker (o 1º argumento do "
-            "TensorflowTrainer é a função que cada worker roda)."
+            f"result deve ser o que trainer.fit() devolve (um Result), recebi {type(result).__name__}."
         )
-    if pending := pending_todo(train_loop_per_worker):
-        raise TodoNotDone(pending)
-    config = trainer.train_loop_config or {}
-    if not {"batch_per_worker", "epochs"} <= set(config):
+    run, scaling = trainer.run_config, trainer.scaling_config
+    failures = getattr(getattr(run, "failure_config", None), "max_failures", 0)
+    metrics = getattr(result, "metrics", None)
+    return {
+        "path": str(result.path),
+        "has_checkpoint": result.checkpoint is not None,
+        "metrics": sorted(metrics) if isinstance(metrics, dict) else None,
+        "max_failures": failures,
+        "num_workers": getattr(scaling, "num_workers", None),
+        "use_gpu": bool(getattr(scaling, "use_gpu", False)),
+    }
+
+
+def _checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """``(época, pasta)`` de cada checkpoint guardado da execução, em ordem de época."""
+    found = []
+    for folder in sorted(run_dir.glob("checkpoint_*")):
+        if folder.is_dir() and (folder / WORKER_FILE.format(rank=0)).exists():
+            try:
+                found.append((checkpoint_epoch(folder), folder))
+            except ValueError:
+                continue
+    return sorted(found, key=lambda pair: pair[0])
+
+
+def judge_run(
+    facts: dict[str, Any],
+    *,
+    storage: str,
+    num_workers: int,
+    use_gpu: bool,
+    batch_per_worker: int,
+    epochs: int,
+) -> Path:
+    """Julga o treino pelo que ficou no disco (a pasta da execução dentro de ``storage``) e por
+    ``facts`` (:func:`run_facts`); devolve o checkpoint da última época."""
+    if not facts.get("has_checkpoint") or facts.get("metrics") is None:
         raise CheckFailed(
-            f"train_loop_config={trainer.train_loop_config!r}: passe train_loop_config=config "
-            "(o dicionário com batch_per_worker e epochs que a função recebe)."
+            "O treino não devolveu checkpoint nem métricas: chame ray.train.report(métricas, "
+            "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a cada "
+            "época (no Ray Train V2 as métricas só ficam quando vêm com um checkpoint)."
         )
-    check_scaling_config(trainer.scaling_config, plan)
-    run = trainer.run_config
-    if not run.storage_path:
+    if not {"loss", "accuracy"} <= set(facts["metrics"]):
         raise CheckFailed(
-            "RunConfig sem storage_path: os checkpoints iriam para ~/ray_results. Use "
-            "storage_path=lab_config.train_storage() (num cluster, uma pasta que todos os nós veem)."
+            f"As métricas voltaram incompletas ({facts['metrics']}): reporte ao menos 'loss' e "
+            "'accuracy'."
         )
-    if not run.name or (Path(str(run.storage_path)) / run.name).exists():
+    if facts.get("num_workers") != num_workers or facts.get("use_gpu") != use_gpu:
         raise CheckFailed(
-            f"RunConfig(name={run.name!r}): dê um nome NOVO a cada execução (ex.: com a hora); "
-            "com um nome repetido, o Ray Train V2 retomaria o estado da execução anterior."
+            f"ScalingConfig com num_workers={facts.get('num_workers')!r}, "
+            f"use_gpu={facts.get('use_gpu')!r}; o plano pede {num_workers} e {use_gpu} (use "
+            "plan.num_workers, plan.use_gpu e plan.resources_per_worker)."
         )
-    failures = getattr(run.failure_config, "max_failures", 0)
-    if not failures or (failures < 1 and failures != -1):  # -1: recomeça sem limite
+    failures = facts.get("max_failures") or 0
+    if failures < 1 and failures != -1:  # -1: recomeça sem limite
         raise CheckFailed(
             f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
             "failure_config=FailureConfig(max_failures=2), senão um worker que cai perde o treino."
         )
-    kept = getattr(run.checkpoint_config, "num_to_keep", None)
-    if kept is not None and kept < config["epochs"]:
+    run_dir, root = Path(facts["path"]).resolve(), Path(storage).resolve()
+    if root not in run_dir.parents:
         raise CheckFailed(
-            f"CheckpointConfig(num_to_keep={kept}) com {config['epochs']} épocas: o "
-            "result.metrics_dataframe do Ray Train é montado dos checkpoints guardados, e as "
-            "curvas por época perderiam as primeiras. Guarde um por época "
-            "(CheckpointConfig(num_to_keep=None))."
+            f"Os checkpoints foram para {facts['path']}, fora de {storage}: passe "
+            "storage_path=lab_config.train_storage() no RunConfig (num cluster, a pasta que "
+            "todos os nós veem)."
         )
-    ok(
-        f"TensorflowTrainer: {plan.num_workers} workers, checkpoints em {run.storage_path}, "
-        + (
-            "recomeça sempre que um worker cair"
-            if failures == -1
-            else f"recomeça até {failures} vez(es) se um worker cair"
-        )
-    )
-
-
-# ---------------------------------------------------------------- TODOs 5 e 6: o resultado
-def check_result(
-    result: Any, workers: list[dict] | None = None, *, num_workers: int, batch_per_worker: int
-) -> None:
-    """Confere o que o treino devolveu: checkpoint, métricas e o que cada worker usou
-    (``workers``: as descrições gravadas no checkpoint; padrão: lidas de ``result.checkpoint``)."""
-    unfinished(result, "result (TODO 5)")
-    if getattr(result, "checkpoint", None) is None:
+    kept = _checkpoints(run_dir)
+    got = [epoch for epoch, _ in kept]
+    if sorted(set(got)) != list(range(1, epochs + 1)):
         raise CheckFailed(
-            "O treino não devolveu checkpoint: chame ray.train.report(métricas, "
-            "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a "
-            "cada época."
+            f"A execução {run_dir.name} guardou checkpoints das épocas {got}, esperado um por "
+            f"época, 1 a {epochs}. Guarde todos (CheckpointConfig(num_to_keep=None), o padrão: "
+            "as curvas vêm deles) e dê um nome novo a cada execução (ou nenhum: o Ray Train cria "
+            "um), senão o Ray Train V2 retoma a execução anterior de mesmo nome."
         )
-    metrics = getattr(result, "metrics", None)
-    if not metrics or "loss" not in metrics or "accuracy" not in metrics:
-        raise CheckFailed(
-            f"As métricas voltaram incompletas ({metrics!r}): reporte ao menos 'loss' e 'accuracy'. "
-            "No Ray Train V2 as métricas só são guardadas quando vêm junto com um checkpoint."
-        )
-    ok(f"checkpoint e métricas recebidos (última época: loss={metrics['loss']:.3f})")
-    workers = read_workers(result.checkpoint) if workers is None else workers
+    last = kept[-1][1]
+    workers = read_workers(last)
     if len(workers) != num_workers:
         raise CheckFailed(
             f"O checkpoint tem a descrição de {len(workers)} worker(s), esperado {num_workers}: "
@@ -642,25 +830,47 @@ def check_result(
     for info in workers:
         used = [info.get(key) for key in ("rank", "strategy", "replicas", "global_batch")]
         _check_worker(*used, num_workers, expected)
-    ok(f"{num_workers} workers com {MWMS}, lote global {expected}")
+    if not (last / "model.keras").exists():
+        raise CheckFailed(
+            f"O checkpoint da época {epochs} não tem o model.keras: o rank 0 grava o modelo na "
+            "pasta do checkpoint (save_checkpoint)."
+        )
+    return last
 
 
+def check_training_run(trainer: Any, result: Any, plan: Any, config: dict[str, Any]) -> None:
+    """Confere o treino do TODO 4: o trainer, o resultado e os checkpoints de cada época."""
+    fn = getattr(trainer, "train_loop_per_worker", None)
+    if fn is not None and (pending := pending_todo(fn)):
+        raise TodoNotDone(f"Termine o TODO 3 primeiro. {pending}")
+    facts = run_facts(trainer, result)
+    judge_run(
+        facts,
+        storage=lab_config.train_storage(),
+        num_workers=plan.num_workers,
+        use_gpu=plan.use_gpu,
+        batch_per_worker=int(config["batch_per_worker"]),
+        epochs=int(config["epochs"]),
+    )
+    failures = facts["max_failures"]
+    ok(
+        f"{plan.num_workers} workers com {MWMS}, lote global "
+        f"{int(config['batch_per_worker']) * plan.num_workers}, um checkpoint por época "
+        f"({config['epochs']}) em {lab_config.train_storage()}, "
+        + (
+            "recomeça sempre que um worker cair"
+            if failures == -1
+            else f"recomeça até {failures} vez(es) se um worker cair"
+        )
+    )
+
+
+# ---------------------------------------------------------------- TODO 5: a acurácia
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
-    unfinished(accuracy, "test_accuracy (TODO 6)")
+    unfinished(accuracy, "test_accuracy (TODO 5)")
     system.check_int(num_classes, "num_classes", 2)
-    try:
-        accuracy = float(accuracy)
-    except (TypeError, ValueError):
-        raise CheckFailed(
-            f"A acurácia deve ser um número entre 0 e 1, recebi {accuracy!r}: use o 2º valor de "
-            "model.evaluate(...), que devolve [perda, acurácia]."
-        ) from None
-    if not 0.0 <= accuracy <= 1.0:
-        raise CheckFailed(
-            f"A acurácia deve estar entre 0 e 1, recebi {accuracy!r}: é a perda no lugar dela? "
-            "model.evaluate(...) devolve [perda, acurácia]."
-        )
+    accuracy = _as_accuracy(accuracy)
     chance = 1.0 / num_classes
     if is_mock:
         print(
@@ -675,3 +885,45 @@ def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = Fal
             "modelo restaurado é o do último checkpoint."
         )
     ok(f"acurácia de teste {accuracy:.3f} > acaso ({chance:.3f})")
+
+
+def _as_accuracy(accuracy: Any) -> float:
+    try:
+        value = float(accuracy)
+    except (TypeError, ValueError):
+        raise CheckFailed(
+            f"A acurácia deve ser um número entre 0 e 1, recebi {accuracy!r}: use o 2º valor de "
+            "model.evaluate(...), que devolve [perda, acurácia]."
+        ) from None
+    if not 0.0 <= value <= 1.0:
+        raise CheckFailed(
+            f"A acurácia deve estar entre 0 e 1, recebi {accuracy!r}: é a perda no lugar dela? "
+            "model.evaluate(...) devolve [perda, acurácia]."
+        )
+    return value
+
+
+#: diferença aceita entre a acurácia que o aluno mediu e a que a correção mede no mesmo modelo
+ACCURACY_TOLERANCE = 0.02
+
+
+def judge_accuracy(reported: Any, checkpoint_dir: str | os.PathLike, batch: int) -> float:
+    """A acurácia do ``model.keras`` de ``checkpoint_dir`` no teste, medida aqui; a informada
+    pelo aluno (``reported``) tem de ser ela (é o modelo do último checkpoint?). Devolve a medida."""
+    import tensorflow as tf
+
+    from labutils.data import load_cifar100
+    from labutils.lesson05 import get_data
+
+    reported = _as_accuracy(reported)
+    cifar = load_cifar100()
+    _, test = get_data(cifar.train, cifar.test, global_batch=batch)
+    model = tf.keras.models.load_model(Path(checkpoint_dir) / "model.keras")
+    measured = float(model.evaluate(test, verbose=0, return_dict=True)["accuracy"])
+    if abs(measured - reported) > ACCURACY_TOLERANCE:
+        raise CheckFailed(
+            f"A acurácia informada ({reported:.3f}) não é a do modelo do último checkpoint no "
+            f"teste ({measured:.3f}): restaure o model.keras de result.checkpoint e avalie-o em "
+            "test_ds."
+        )
+    return measured
