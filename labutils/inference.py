@@ -1,9 +1,9 @@
 """Lição 06, o que não é o assunto dela (a classificação de um lote, as tarefas, os atores, o
-``ActorPool`` e o Ray Data estão nas células; o benchmark tem a sua versão em
-``tools.bench.inference_runs``): o modelo (carregar ou treinar), as imagens (arrays, Parquet), a
-conferência das previsões e se um pool cabe nas CPUs (o modelo em bytes e o limite de threads
-também estão nas células). Os workers nunca chamam o tfds (o mock só vale no processo que o
-ativa): recebem o modelo em bytes e as imagens em arrays ou Parquet.
+``ActorPool`` e o Ray Data estão nas células ``# @save``, que o benchmark também roda): o
+modelo (carregar ou treinar), as imagens (arrays, Parquet), a conferência das previsões e se
+um pool cabe nas CPUs (o modelo em bytes e o limite de threads também estão nas células). Os
+workers nunca chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em bytes
+e as imagens em arrays ou Parquet.
 """
 
 from __future__ import annotations

@@ -1,37 +1,32 @@
-"""Seção do benchmark: inferência em lote (lição 06), os degraus da escada em imagens/s.
+"""Seção do benchmark: a inferência em lote da lição 06, os degraus da escada em imagens/s.
 
-Roda num processo Python novo (``python -m tools.bench.inference_bench JSON``): o limite de
-threads do TensorFlow só vale antes de o TF iniciar, e o Ray iniciado lá morre com o processo.
-Devolve as medidas como JSON na última linha; passou do limite de tempo, o grupo de processos
-inteiro é encerrado (SIGKILL) e o relatório diz isso. Nunca trava.
+Os degraus são os das células ``# @save`` da lição: ``predict_labels`` no processo, a tarefa
+``classificar_recarregando``, o ``Predictor`` num pool (``classificar_com_pool``) e o pipeline
+``classificar_com_ray_data``. Roda num processo novo (``python -m tools.bench.inference_bench
+JSON``): o limite de threads do TF só vale antes de o TF iniciar, e o Ray iniciado lá morre com o
+processo; passou do prazo, o grupo de processos é encerrado e o relatório diz isso.
 
-O modelo é a CNN da lição 05 com pesos aleatórios (``create_model``): a vazão não depende dos
-pesos. Imagens: o mock do tfds na escala ``smoke``; na ``full``, o teste real do CIFAR-100 de
-``data/`` repetido até ``inference_images``; sem ele, nada é medido, a não ser com
-``--synthetic-data`` (imagens aleatórias do mesmo tamanho, e o relatório diz isso).
+O modelo é a CNN da lição 05 com pesos aleatórios (a vazão não depende dos pesos). Imagens: o
+mock do tfds na escala ``smoke``; na ``full``, o teste do CIFAR-100 de ``data/`` repetido; sem
+ele, nada é medido, a não ser com ``--synthetic-data`` (e o relatório diz isso).
 
-"Lado a lado": os atores do pool, cada um com sua parte das imagens já no object store,
-começando juntos: o limite que os núcleos dão de fato, medido (o "2x" supõe núcleos ideais).
-As tarefas, o pool e o Ray Data são lidos contra o menor entre ele e os núcleos, como a busca
-(``report.effective_bound``). Antes das repetições, ``warm_up_ray_data`` sobe os atores de
-sistema do Ray Data.
-
-Ray Data: a linha "do início ao fim" inclui subir os atores (importar o TF, carregar o modelo) e
-o Parquet; a linha "com os atores no ar" é a mesma execução medida pelos relógios do
-``Predictor`` (do início do 1º lote ao fim do último), e nesse trecho o ``CpuSampler`` mede para
-onde foram os núcleos (atores, leitura e gravação, driver, Ray, o resto, ociosa): a meta
-(:data:`TARGET_OF_BOUND`) é conferida numa linha, e, não cumprida, a linha traz essa conta.
-No Ray 2.60 o leitor novo do
-``read_parquet`` (DataSourceV2) subia 32 atores ``FooterReader`` e entregava 1 bloco só ao pool
-(smoke: 35 imagens/s, ~30 s por execução); ``inference_runs.read_images`` usa o leitor V1.
+O limite medido é "lado a lado": os atores do pool, cada um com sua parte das imagens já no
+object store, começando juntos (:class:`SideBySide`); tarefas, pool e Ray Data são lidos contra o
+menor entre ele e os núcleos. O Ray Data é medido do início ao fim e "com os atores no ar" (os
+relógios ``t_start``/``t_end`` do ``BatchPredictor``); nesse trecho o :class:`CpuSampler` mede
+para onde foram os núcleos, e a meta (:data:`TARGET_OF_BOUND`) traz essa conta se não cumprida.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,26 +47,20 @@ ROWS = {
     "data": "Ray Data: read_parquet → map_batches → write_parquet",
     "data_steady": "Ray Data com os atores no ar (do 1º lote ao último)",
 }
-
 #: as linhas lidas contra o lado a lado medido (o menor entre ele e os núcleos)
 SIDE_BOUNDED = ("tasks", "pool", "data", "data_steady")
 #: meta da issue #27: o Ray Data com os atores no ar a ≥ 90% do limite medido
 TARGET_OF_BOUND = 0.90
 
 
-def timeout_s(scale: str) -> float:
-    return pick(full=1800.0, smoke=300.0, scale=scale)
-
-
 def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
-    """Mede os degraus num processo novo e acrescenta as linhas ao relatório."""
+    """Mede os degraus num processo novo (só a CPU, como a lição) e acrescenta as linhas."""
     args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
-    # só a CPU, como a lição 06: o limite de cada linha se conta em núcleos
-    hide_gpu = {"CUDA_VISIBLE_DEVICES": ""}
-    result = run_measure(
-        "inference_bench", args, scale=scale, timeout=timeout_s(scale), env=hide_gpu
+    timeout = pick(full=1800.0, smoke=300.0, scale=scale)
+    hide_gpu = {"CUDA_VISIBLE_DEVICES": ""}  # o limite de cada linha se conta em núcleos
+    add_rows(
+        report, run_measure("inference_bench", args, scale=scale, timeout=timeout, env=hide_gpu)
     )
-    add_rows(report, result)
 
 
 def add_rows(report: Report, result: dict[str, Any]) -> None:
@@ -81,7 +70,6 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
             report.skip(SECTION, approach, result.get("error") or "não medido")
         return
     base = statistics.median(values["single"])
-    bounds = meta.get("bounds", {})
     notes = {
         "single": f"linha de base; {meta.get('images')} imagens, lote {meta.get('batch')}: "
         f"{meta.get('source', '')}",
@@ -94,7 +82,7 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         "data": f"{meta.get('actors')} atores × {meta.get('data_cpus')} CPU "
         "(1 CPU livre para ler e gravar), 1 thread cada; do início ao fim: inclui subir os "
         f"atores ({meta.get('data_startup_s', 0):.1f} s até o 1º lote) e o Parquet",
-        "data_steady": "a mesma execução, medida pelos relógios dos atores (Predictor): do "
+        "data_steady": "a mesma execução, medida pelos relógios dos atores (BatchPredictor): do "
         "início do 1º lote ao fim do último, sem a partida dos atores; os atores sobre Ray Data "
         "dividem os 2 núcleos com a leitura, a gravação e o executor do Ray Data",
     }
@@ -107,21 +95,19 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         if key not in values:
             report.skip(SECTION, approach, result.get("errors", {}).get(key, "não medido"))
             continue
-        median = statistics.median(values[key])
-        speedup = None if key == "single" else median / base
-        bound = None if key == "single" else bounds.get(key)
+        speedup = None if key == "single" else statistics.median(values[key]) / base
+        bound = None if key == "single" else meta.get("bounds", {}).get(key)
         note = notes[key]
         if bound and side and key in SIDE_BOUNDED:
             note += f"; limite: o menor entre {bound:.2f}x (núcleos) e o lado a lado ({side:.2f}x)"
             bound = effective_bound(bound, side)
-        rows[key] = report.add(
-            Measurement(SECTION, approach, IPS, values[key], speedup, bound, note, True)
-        )
+        measurement = Measurement(SECTION, approach, IPS, values[key], speedup, bound, note, True)
+        rows[key] = report.add(measurement)
     report.conclude(SECTION, target_line(rows.get("data_steady"), cpu))
 
 
 def cpu_line(shares: dict[str, float]) -> str:
-    """``para onde foi a CPU no trecho: atores 78%, ...`` (as frações medidas), ou vazio."""
+    """``para onde foram os núcleos nesse trecho (CpuSampler): atores 78%, ...``, ou vazio."""
     if not shares:
         return ""
     parts = ", ".join(f"{role} {100 * share:.0f}%" for role, share in shares.items())
@@ -137,6 +123,99 @@ def target_line(steady: Measurement | None, cpu: str) -> str:
     line = (f"{goal}: {steady.speedup:.2f}x = {100 * steady.of_bound:.1f}% de "
             f"{steady.bound:.2f}x → {verdict(ok)}")  # fmt: skip
     return line if ok or not cpu else f"{line}; {cpu}"
+
+
+# ---------------------------------------------------------------- para onde vai a CPU
+
+#: os papéis da CPU no trecho do Ray Data com os atores no ar, na ordem do relatório
+CPU_ROLES = ("atores (Predictor)", "leitura e gravação (tarefas do Ray Data)",
+             "driver (executor do Ray Data, este processo)", "Ray (GCS, raylet, painel, agentes)",
+             "outros processos do Ray", "fora do Ray", "ociosa")  # fmt: skip
+RAY_SYSTEM = ("ray/dashboard", "log_monitor", "autoscaler/_private/monitor", "runtime_env/agent",
+              "ray::DashboardAgent", "ray::RuntimeEnvAgent")  # fmt: skip
+
+
+def cpu_role(pid: int, name: str, cmdline: str) -> str:
+    """O papel de um processo (um de :data:`CPU_ROLES`); relido a cada amostra, porque um worker
+    do Ray muda de nome (``ray::IDLE`` → ``ray::MapWorker(...)``)."""
+    if pid == os.getpid():
+        return CPU_ROLES[2]
+    if "Predictor" in cmdline or "MapWorker" in cmdline:
+        return CPU_ROLES[0]
+    if cmdline.startswith("ray::") and ("Read" in cmdline or "Write" in cmdline):
+        return CPU_ROLES[1]
+    if name in ("gcs_server", "raylet") or any(part in cmdline for part in RAY_SYSTEM):
+        return CPU_ROLES[3]
+    if cmdline.startswith("ray::") or "/ray/" in cmdline:
+        return CPU_ROLES[4]
+    return CPU_ROLES[5]
+
+
+class CpuSampler:
+    """``with CpuSampler() as cpu:`` amostra, a cada ``every`` s numa thread, o tempo de CPU de
+    cada processo da máquina e o ocioso dos núcleos deste processo (``psutil``, ~6 ms por
+    amostra, contados no driver); :meth:`shares` diz depois para onde foram os núcleos."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.every, self._cpus = every, sorted(os.sched_getaffinity(0))
+        self._idle: list[tuple[float, float]] = []  # (hora, ocioso acumulado dos núcleos)
+        self._procs: dict[int, tuple[float, list[tuple[float, float, str]]]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        import psutil
+
+        now, per_cpu = time.time(), psutil.cpu_times(percpu=True)
+        self._idle.append((now, sum(per_cpu[i].idle + getattr(per_cpu[i], "iowait", 0.0)
+                                    for i in self._cpus)))  # fmt: skip
+        for proc in psutil.process_iter(["name", "cmdline", "cpu_times", "create_time"]):
+            info = proc.info
+            if info["cpu_times"] is None:
+                continue  # sumiu ou não se pode ler
+            role = cpu_role(proc.pid, info["name"] or "", " ".join(info["cmdline"] or []))
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            self._procs.setdefault(proc.pid, (info["create_time"] or 0.0, []))[1].append(
+                (now, cpu, role)
+            )
+
+    def shares(self, start: float, end: float) -> dict[str, float]:
+        """A fração de ``núcleos × (end − start)`` de cada papel entre ``start`` e ``end``
+        (``time.time``). Entre duas amostras, a CPU conta pela parte do intervalo dentro do
+        trecho, para o papel da amostra seguinte (ou da anterior, se era ator ou leitura e virou
+        ``ray::IDLE`` no meio)."""
+        span = len(self._cpus) * (end - start)
+        if span <= 0:
+            raise ValueError(f"trecho vazio: de {start} a {end}.")
+        used = dict.fromkeys(CPU_ROLES, 0.0)
+        for created, samples in self._procs.values():
+            if 0 < created < samples[0][0]:  # nasceu entre amostras: partiu de 0
+                samples = [(created, 0.0, samples[0][2]), *samples]
+            for (t0, c0, r0), (t1, c1, r1) in itertools.pairwise(samples):
+                role = r0 if r1 == CPU_ROLES[4] and r0 in CPU_ROLES[:2] else r1
+                used[role] += (c1 - c0) * _overlap(t0, t1, start, end)
+        for (t0, c0), (t1, c1) in itertools.pairwise(self._idle):
+            used[CPU_ROLES[-1]] += (c1 - c0) * _overlap(t0, t1, start, end)
+        return {role: value / span for role, value in used.items()}
+
+
+def _overlap(t0: float, t1: float, start: float, end: float) -> float:
+    """A fração do intervalo ``[t0, t1]`` dentro de ``[start, end]``."""
+    return max(0.0, min(t1, end) - max(t0, start)) / (t1 - t0) if t1 > t0 else 0.0
 
 
 # ---------------------------------------------------------------- lado do processo de medida
@@ -156,79 +235,124 @@ def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
         if not synthetic:
             raise
     n = sizes(scale).inference_images
-    rng = np.random.default_rng(0)
-    stream = rng.integers(0, 256, size=(n, *inference.IMAGE_SHAPE), dtype=np.uint8)
+    stream = np.random.default_rng(0).integers(0, 256, (n, *inference.IMAGE_SHAPE), np.uint8)
     return stream, f"imagens SINTÉTICAS ({n}, aleatórias): o CIFAR-100 real falta"
 
 
-def measure(args: dict[str, Any]) -> dict[str, Any]:
-    from labutils import inference
-    from tools.bench import inference_runs
+def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degraus, em ordem)
+    from tools.lesson_code import load
 
-    inference_runs.configure_threads(1)
+    lesson = load("06_inferencia_em_lote")
+    lesson.configure_threads(1)  # antes da 1ª operação do TF: a linha de base com 1 thread
+    import numpy as np
+    import pandas as pd
     import ray
     import tensorflow as tf
 
+    from labutils import inference
     from labutils.lesson05 import create_model
     from labutils.raytools import init_ray
 
-    scale, repeats = args["scale"], args["repeats"]
-    size = sizes(scale)
+    class SideBySide(lesson.Predictor):
+        """O ``Predictor`` da lição e o que só o benchmark mede: espera até ``start_at`` e
+        classifica a sua parte inteira, como o processo único."""
+
+        def predict_from(self, images, batch_size, start_at):
+            time.sleep(max(0.0, start_at - time.time()))
+            start = time.time()
+            labels, confidence = lesson.predict_labels(self.model, images, batch_size)
+            return start, time.time(), labels, confidence
+
+    def all_threads(blob, images, batch_size):  # a referência: as threads padrão do TF
+        threads = lesson.configure_threads(0)
+        model = lesson.model_from_bytes(blob)
+        lesson.predict_labels(model, images[:batch_size], batch_size)  # compila o grafo
+        start = time.perf_counter()
+        preds = lesson.predict_labels(model, images, batch_size)
+        return preds, time.perf_counter() - start, threads
+
+    scale, repeats, size = args["scale"], args["repeats"], sizes(args["scale"])
     stream, source = load_stream(scale, args["synthetic"])
     tf.keras.utils.set_random_seed(0)
-    model = create_model()
-    blob = inference_runs.model_bytes(model)
-    batch = size.inference_batch
+    model, batch = create_model(), size.inference_batch
+    blob = lesson.model_bytes(model)
     task_images = stream[: size.inference_task_batches * batch]
     results: dict[str, list[float]] = {k: [] for k in ROWS}
     init_ray(dashboard=False)
     folder = Path(tempfile.mkdtemp(prefix="labutils-bench-inferencia-"))
     try:
-        actors_n = inference.plan_pool(size.inference_actors)
-        data_cpus = inference.data_actor_cpus(actors_n)
-        inference.write_image_files(stream, folder / "imagens", files=2 * actors_n)
-        inference_runs.warm_up_ray_data()
-        reload_s = startup_s = 0.0
+        ctx = ray.data.DataContext.get_current()  # como a lição: sem barras, o leitor V1
+        ctx.enable_progress_bars, ctx.use_datasource_v2 = False, False
+        ray.data.range(1).materialize()  # sobe os atores de sistema do Ray Data fora das medidas
+        n_actors = inference.plan_pool(size.inference_actors)
+        data_cpus = inference.data_actor_cpus(n_actors)
+        inference.write_image_files(stream, folder / "imagens", files=2 * n_actors)
+        blob_ref = ray.put(blob)
+        cores = min(float(usable_cpus()), ray.cluster_resources().get("CPU", 1.0))
+        reference_task = ray.remote(num_cpus=cores, max_calls=1)(all_threads)  # processo novo
         data_cpu: dict[str, list[float]] = {}
         for _ in range(repeats):
-            single = inference_runs.run_single(model, stream, batch)
-            reference = {len(stream): single.predictions}
-            rungs = {"single": single,
-                     "all_threads": inference_runs.run_single_all_threads(blob, stream, batch),
-                     "tasks": inference_runs.run_reload_tasks(blob, task_images, batch)}  # fmt: skip
-            reload_s = rungs["tasks"].extra["reload_s"]
-            reference[len(task_images)] = tuple(p[: len(task_images)] for p in single.predictions)
-            actors = inference_runs.start_actors(blob, inference.plan_pool(actors_n))
+            lesson.predict_labels(model, stream[:batch], batch)  # compila o grafo
+            start = time.perf_counter()
+            base = lesson.predict_labels(model, stream, batch)
+            results["single"].append(len(stream) / (time.perf_counter() - start))
+
+            preds, seconds, threads = ray.get(reference_task.remote(blob_ref, stream, batch))
+            inference.check_same_labels(base, preds, ROWS["all_threads"])
+            results["all_threads"].append(len(stream) / seconds)
+
+            start = time.perf_counter()
+            batches = lesson.batches(task_images, batch)
+            out = ray.get([lesson.classificar_recarregando.remote(blob_ref, b) for b in batches])
+            results["tasks"].append(len(task_images) / (time.perf_counter() - start))
+            preds = lesson.join_predictions([p for p, _ in out])
+            inference.check_same_labels(
+                tuple(p[: len(task_images)] for p in base), preds, "tarefas"
+            )
+            reload_s = sum(s for _, s in out)
+
+            actor = ray.remote(num_cpus=1)(SideBySide)
+            actors = [actor.remote(blob_ref) for _ in range(inference.plan_pool(n_actors))]
+            ray.get([a.info.remote() for a in actors])  # todos com o modelo carregado
             try:
-                rungs["pool"] = inference_runs.run_actor_pool(actors, stream, batch)
-                rungs["side"] = inference_runs.run_side_by_side(actors, stream, batch)
+                start = time.perf_counter()
+                preds = lesson.classificar_com_pool(actors, stream, batch)
+                results["pool"].append(len(stream) / (time.perf_counter() - start))
+                inference.check_same_labels(base, preds, ROWS["pool"])
+                parts = [ray.put(p) for p in np.array_split(stream, len(actors))]
+                start_at = time.time() + 0.5  # todos os pedidos chegam antes dessa hora
+                out = ray.get([a.predict_from.remote(p, batch, start_at)
+                               for a, p in zip(actors, parts, strict=True)])  # fmt: skip
+                results["side"].append(
+                    len(stream) / (max(o[1] for o in out) - min(o[0] for o in out))
+                )
+                preds = tuple(np.concatenate([o[i] for o in out]) for i in (2, 3))
+                inference.check_same_labels(base, preds, ROWS["side"])
             finally:
-                for actor in actors:
-                    ray.kill(actor)
-            inference.plan_pool(actors_n, data_cpus, reserve=inference.IO_CPUS)
-            rungs["data"] = inference_runs.run_ray_data(
-                blob, folder / "imagens", folder / "previsoes", actors=actors_n,
-                batch_size=batch, cpus=data_cpus,
-            )  # fmt: skip
-            for key, rung in rungs.items():
-                inference.check_same_labels(reference[rung.images], rung.predictions, rung.name)
-                results[key].append(rung.images_per_s)
-            results["data_steady"].append(rungs["data"].extra["steady_images_per_s"])
-            for role, share in rungs["data"].extra.items():
-                if role.startswith("cpu:"):
-                    data_cpu.setdefault(role[4:], []).append(share)
-            startup_s = rungs["data"].extra["startup_s"]
-        threads = int(rungs["all_threads"].extra["threads"])
-        cores = usable_cpus()
-        pooled = inference.cores_bound(actors_n, 1)  # processos de 1 thread lado a lado
-        bounds = {
-            "all_threads": inference.cores_bound(1, threads),
-            **dict.fromkeys(("tasks", "pool", "side", "data", "data_steady"), pooled),
-        }
+                for a in actors:
+                    ray.kill(a)
+
+            inference.plan_pool(n_actors, data_cpus, reserve=inference.IO_CPUS)
+            with CpuSampler() as cpu:  # a 1ª e a última amostra ficam fora do trecho medido
+                wall = time.time()
+                seconds = lesson.classificar_com_ray_data(
+                    folder / "imagens", folder / "previsoes", blob, n_actors, batch, data_cpus
+                )
+            back = pd.read_parquet(folder / "previsoes").sort_values("id", ignore_index=True)
+            preds = back["label"].to_numpy(), back["confidence"].to_numpy()
+            inference.check_same_labels(base, preds, ROWS["data"])
+            first, last = back["t_start"].min(), back["t_end"].max()
+            results["data"].append(len(back) / seconds)
+            results["data_steady"].append(len(back) / (last - first))
+            startup_s = first - wall
+            for role, share in cpu.shares(first, last).items():
+                data_cpu.setdefault(role, []).append(share)
+        pooled = inference.cores_bound(n_actors, 1)  # processos de 1 thread lado a lado
+        bounds = {"all_threads": inference.cores_bound(1, threads),
+                  **dict.fromkeys(("tasks", "pool", "side", "data", "data_steady"), pooled)}  # fmt: skip
         meta = {"images": len(stream), "batch": batch, "source": source, "threads": threads,
-                "task_images": len(task_images), "reload_s": reload_s, "actors": actors_n,
-                "data_cpus": data_cpus, "bounds": bounds, "cores": cores,
-                "data_startup_s": startup_s,
+                "task_images": len(task_images), "reload_s": reload_s, "actors": n_actors,
+                "data_cpus": data_cpus, "bounds": bounds, "data_startup_s": startup_s,
                 "data_cpu": {k: statistics.median(v) for k, v in data_cpu.items()}}  # fmt: skip
     finally:
         ray.shutdown()

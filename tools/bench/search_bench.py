@@ -1,33 +1,27 @@
-"""Seção 1 do benchmark: a busca de hiperparâmetros da lição 02, abordagem por abordagem.
+"""Seção do benchmark: a busca de hiperparâmetros das lições 02 e 03, abordagem por abordagem.
 
-Em cada repetição, na mesma execução e intercaladas (para que uma variação de carga da máquina
-atinja todas por igual): o laço sequencial, as cópias do laço lado a lado, a versão Ray do
-roteiro (ordem da grade, dados capturados pela função), a versão Ray com as mais caras primeiro,
-a versão em blocos de árvores, o ``n_jobs=-1`` do scikit-learn e as ferramentas da lição 03:
-Ray Tune (um trial por configuração) e o ``GridSearchCV`` no Ray pelo backend joblib, ambos na
-ordem "mais caras primeiro". O aquecimento dos workers do Ray fica fora das medidas.
+Em cada repetição, intercaladas (uma variação de carga da máquina atinge todas por igual): o
+laço, as cópias do laço lado a lado, as tarefas Ray (roteiro, mais caras primeiro, blocos de
+árvores da lição 02), o ``n_jobs=-1`` e o ``Tuner`` (``roda_tuner``) e o ``GridSearchCV`` no Ray
+(``busca_gridsearchcv``) das células ``# @save`` da lição 03. O aquecimento fica fora das medidas.
 
-Dois limites, e cada abordagem paralela é lida contra o menor deles:
-
-- o da fila, calculado com os tempos das tarefas medidos no laço: nenhuma ordem de envio termina
-  antes da tarefa mais longa nem antes de ``trabalho / núcleos``
-  (:func:`labutils.search.speedup_bound`; 2x em 2 núcleos se nenhuma tarefa dominar);
-- o da máquina, MEDIDO em cada repetição logo depois do laço: uma cópia do laço inteiro por
-  núcleo, em processos comuns largando juntos (:func:`tools.bench.search_runs.run_side_by_side`),
-  e ``núcleos × laço sozinho / lado a lado`` (:func:`measured_bound`). Duas florestas ao mesmo
-  tempo dividem memória e cache: esse limite fica abaixo do ideal, e nenhuma abordagem que rode
-  uma floresta por núcleo deveria passar dele. É a linha "lado a lado".
-
-A nota de cada linha traz os dois limites e o speedup que a própria fila preveria naquela ordem
-(``list_schedule_makespan``, da lição 02), o que separa o que é culpa da ordem do que é
-custo do Ray ou da máquina. As metas do relatório (:func:`target_lines`) são conferidas com os
-números desta execução.
+Cada abordagem é lida contra o menor de dois limites: o da fila, calculado com os tempos do laço
+(``speedup_bound``, lição 02), e o da máquina, MEDIDO logo depois do laço: uma cópia do laço
+inteiro por núcleo, em processos comuns largando juntos (:func:`run_side_by_side`), e
+``núcleos × laço sozinho / lado a lado`` (:func:`measured_bound`). As metas do relatório
+(:func:`target_lines`) são conferidas com os números desta execução.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import multiprocessing
+import queue
 import statistics
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,25 +30,16 @@ import numpy as np
 
 from labutils.config import pick, sizes
 from labutils.lesson02 import fit_and_score, most_expensive_first, speedup_bound
-from labutils.search import validate_grid
 from labutils.timing import Timer
+from labutils.tuning import cv_rows, first_trial_delay, tune_table
 from tools.bench.report import Measurement, Report, effective_bound, verdict
-from tools.bench.search_runs import (
-    LESSON_02,
-    remote_fns,
-    run_chunks,
-    run_expensive_first,
-    run_joblib_ray,
-    run_loop,
-    run_seed_ray,
-    run_side_by_side,
-    run_tune,
-    warm_up,
-)
+from tools.lesson_code import load
+
+LESSON_02 = load("02_busca_hiperparametros")  # os blocos de árvores
+LESSON_03 = load("03_ray_tune_joblib")  # o Tuner e o GridSearchCV
 
 SECTION = "Busca de hiperparâmetros"
-#: tamanho do California Housing real (linhas)
-HOUSING_ROWS = 20_640
+HOUSING_ROWS = 20_640  # linhas do California Housing real
 LOOP = "laço sequencial"
 SIDE = "florestas lado a lado, uma cópia do laço por núcleo (sem Ray): o limite medido"
 SEED = "Ray, roteiro (ordem da grade, dados capturados)"
@@ -63,29 +48,16 @@ CHUNKS = "Ray, blocos de árvores (ray.put)"
 NJOBS = "scikit-learn n_jobs=-1"
 TUNE = "Ray Tune (mais caras primeiro)"
 JOBLIB = "GridSearchCV no Ray (joblib, mais caras primeiro)"
-#: as linhas da seção, na ordem do relatório
 APPROACHES = (LOOP, SIDE, SEED, LPT, CHUNKS, NJOBS, TUNE, JOBLIB)
-#: as abordagens com Ray, que as metas comparam
 RAY_APPROACHES = (SEED, LPT, CHUNKS, TUNE, JOBLIB)
 #: meta da issue #27: a melhor abordagem Ray a pelo menos esta fração do seu limite
 TARGET_OF_BOUND = 0.98
 
 
-def chunks_per_core(scale: str) -> int:
-    """Blocos por núcleo: mais blocos = fila mais equilibrada, mas mais tarefas (custo fixo)."""
-    return pick(full=8, smoke=2, scale=scale)
-
-
-# ---------------------------------------------------------------- dados
-
-
 def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str]:
-    """``((X_train, y_train, X_test, y_test), descrição da fonte)``, como na lição 02.
-
-    Na escala ``full`` usa o California Housing real de ``data/`` (sem baixar nada). Se ele não
-    estiver lá, só com ``synthetic=True`` gera um arquivo SINTÉTICO com o tamanho real
-    (20 640 linhas) numa pasta temporária — e a fonte diz isso; sem a opção, levanta o erro.
-    """
+    """``((X_train, y_train, X_test, y_test), fonte)``, como na lição 02. Sem o California
+    Housing real em ``data/``, só com ``synthetic=True`` mede num arquivo SINTÉTICO do tamanho
+    real (e a fonte diz isso); sem a opção, levanta ``DatasetUnavailableError``."""
     from sklearn.model_selection import train_test_split
 
     from labutils.data import DatasetUnavailableError, load_california_housing
@@ -108,25 +80,135 @@ def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str
         home = Path(tempfile.mkdtemp(prefix="labutils-bench-housing-"))
         make_housing_fixture(home, n_samples=HOUSING_ROWS)
         bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
-        source = (
-            f"dados SINTÉTICOS do tamanho do California Housing ({HOUSING_ROWS} linhas; "
-            "o real não está em data/)"
-        )
+        source = (f"dados SINTÉTICOS do tamanho do California Housing ({HOUSING_ROWS} linhas; "
+                  "o real não está em data/)")  # fmt: skip
     X_train, X_test, y_train, y_test = train_test_split(
         bunch.data, bunch.target, test_size=0.2, random_state=42
     )
     return (X_train, y_train, X_test, y_test), source
 
 
+# ---------------------------------------------------------------- as abordagens
+# cada uma roda a busca inteira e devolve [(n, profundidade, mse, segundos)]
+
+
+def run_loop(grid, data, n_jobs=None):
+    return [fit_and_score(n, d, *data, n_jobs=n_jobs) for n, d in grid]
+
+
+def _side_copy(grid, data, barrier, results) -> None:
+    try:
+        fit_and_score(5, 3, *data)  # importa e aquece o scikit-learn antes da largada
+        barrier.wait()
+        results.put(run_loop(grid, data))
+    except BaseException as err:  # o pai levanta o erro em vez de esperar à toa
+        results.put(f"{type(err).__name__}: {err}")
+
+
+def run_side_by_side(grid, data, copies: int, timeout: float):
+    """``copies`` processos comuns (sem Ray: o custo do Ray é o que as abordagens pagam), cada um
+    com o laço inteiro, largando juntos depois de uma barreira; devolve ``(segundos até a última
+    cópia terminar, resultados de cada cópia)``."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(copies + 1), ctx.Queue()
+    procs = [ctx.Process(target=_side_copy, args=(grid, data, barrier, results), daemon=True)
+             for _ in range(copies)]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    try:
+        barrier.wait(timeout=timeout)
+        with Timer() as t:
+            got = [results.get(timeout=timeout) for _ in procs]
+    except (queue.Empty, threading.BrokenBarrierError) as err:
+        raise RuntimeError(
+            f"lado a lado: as cópias não terminaram em {timeout:g} s ({err!r})."
+        ) from None
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+    errors = [g for g in got if isinstance(g, str)]
+    if errors:
+        raise RuntimeError(f"lado a lado: uma cópia falhou: {errors[0]}")
+    return t.seconds, got
+
+
+def run_seed_ray(grid, data):
+    """Como no roteiro: a função lê os dados de fora dela (viajam com a definição, nova a cada
+    chamada como numa sessão nova) e as tarefas vão na ordem da grade."""
+    import ray
+
+    @ray.remote
+    def treino_random_forest(n_estimators, max_depth):
+        return fit_and_score(n_estimators, max_depth, *data)
+
+    return ray.get([treino_random_forest.remote(n, d) for n, d in grid])
+
+
+def remote_fns():
+    import ray
+
+    fit_chunk_and_predict = LESSON_02.fit_chunk_and_predict
+
+    @ray.remote
+    def fit_config(n_estimators, max_depth, data):
+        return fit_and_score(n_estimators, max_depth, *data)
+
+    @ray.remote
+    def fit_chunk(chunk, data):
+        return fit_chunk_and_predict(chunk, *data[:3])
+
+    return fit_config, fit_chunk
+
+
+def run_tune(order, data, cores, delays):
+    """``roda_tuner`` da lição 03 com ``treino_floresta``, na ordem dada; guarda em ``delays``
+    quanto o 1º trial levou para começar. Os nomes globais que a lição define em outras células
+    (``dados``, ``NUCLEOS``, ``PASTA_TUNE``) são dados ao módulo carregado."""
+    from ray import tune
+
+    space = {"floresta": tune.grid_search([{"n_estimators": n, "max_depth": d} for n, d in order])}
+    with tempfile.TemporaryDirectory(prefix="labutils-bench-tune-") as storage:
+        LESSON_03.dados, LESSON_03.NUCLEOS, LESSON_03.PASTA_TUNE = data, cores, storage
+        started = time.time()
+        # o Tune imprime quadros e caminhos mesmo com verbose=0
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = LESSON_03.roda_tuner(LESSON_03.treino_floresta, space, "bench", len(order))
+        table = tune_table(result)
+    delays.append(first_trial_delay(result, started))
+    return [(int(n), int(d), float(m), float(s)) for n, d, m, _, s in table.values.tolist()]
+
+
+def run_joblib_ray(order, data):
+    import joblib
+    from ray.util.joblib import register_ray
+
+    register_ray()
+    with joblib.parallel_backend("ray"):
+        return cv_rows(LESSON_03.busca_gridsearchcv(order, data, n_jobs=-1))
+
+
+def _warm_up(cores: int) -> float:
+    """Sobe um worker por núcleo, com o scikit-learn importado (fora das medidas)."""
+    import ray
+
+    @ray.remote
+    def warm():
+        import sklearn.ensemble  # noqa: F401
+
+        time.sleep(0.3)  # segura este worker para que a próxima tarefa vá para outro
+
+    with Timer() as t:
+        ray.get([warm.remote() for _ in range(2 * cores)])
+    return t.seconds
+
+
 def _check_same_mse(name: str, got, expected) -> None:
     by_cfg = {(n, d): mse for n, d, mse, _ in got}
     want = {(n, d): mse for n, d, mse, _ in expected}
-    if by_cfg.keys() != want.keys() or not np.allclose(
-        [by_cfg[k] for k in want], list(want.values())
-    ):
-        raise RuntimeError(
-            f"{name}: os erros (MSE) diferem do laço sequencial; a medida de tempo não valeria nada."
-        )
+    if by_cfg.keys() != want.keys() or not np.allclose([by_cfg[k] for k in want], [*want.values()]):
+        raise RuntimeError(f"{name}: os erros (MSE) diferem do laço; o tempo não valeria nada.")
 
 
 # ---------------------------------------------------------------- a seção
@@ -140,7 +222,7 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
     from labutils.data import DatasetUnavailableError
     from labutils.raytools import init_ray
 
-    grid = validate_grid(sizes(scale).grid)
+    grid = [tuple(cfg) for cfg in sizes(scale).grid]
     try:
         data, source = load_data(scale, synthetic)
     except DatasetUnavailableError as err:  # nada é medido, e o relatório diz o que falta
@@ -148,22 +230,36 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
             report.skip(SECTION, name, f"DatasetUnavailableError: {err}")
         return
     n_samples = len(data[0])
-    fit_and_score(5, 3, *data[:2], *data[2:])  # importa e aquece o scikit-learn (fora das medidas)
-
+    order = most_expensive_first(grid, n_samples)
+    fit_and_score(5, 3, *data)  # importa e aquece o scikit-learn (fora das medidas)
     ray.shutdown()
     init_ray(dashboard=False)
     try:
-        cores = int(ray.cluster_resources().get("CPU", 1))
-        local_cores = joblib.cpu_count()
-        warm_s = warm_up(cores)
+        cores, local_cores = int(ray.cluster_resources().get("CPU", 1)), joblib.cpu_count()
+        warm_s = _warm_up(cores)
         fit_config, fit_chunk = remote_fns()
-        chunks = LESSON_02.plan_chunks(grid, cores, chunks_per_core(scale), n_samples=n_samples)
+        chunks = LESSON_02.plan_chunks(
+            grid, cores, pick(full=8, smoke=2, scale=scale), n_samples=n_samples
+        )
         tiny = ray.put(data)  # exporta as funções remotas aos workers (fora das medidas)
         ray.get(
             [fit_config.remote(2, 2, tiny), fit_chunk.remote(LESSON_02.Chunk(2, 2, 0, 2), tiny)]
         )
         del tiny
 
+        def expensive_first():
+            data_ref = ray.put(data)
+            return ray.get([fit_config.remote(n, d, data_ref) for n, d in order])
+
+        def in_chunks():
+            data_ref = ray.put(data)
+            parts = ray.get([fit_chunk.remote(c, data_ref) for c in chunks])
+            return LESSON_02.combine_chunks(parts, data[3])
+
+        steps = {SEED: lambda: run_seed_ray(grid, data), LPT: expensive_first, CHUNKS: in_chunks,
+                 NJOBS: lambda: run_loop(grid, data, n_jobs=-1),
+                 TUNE: lambda: run_tune(order, data, cores, tune_delays),
+                 JOBLIB: lambda: run_joblib_ray(order, data)}  # fmt: skip
         totals: dict[str, list[float]] = {name: [] for name in APPROACHES}
         task_s: dict[str, list[float]] = {name: [] for name in APPROACHES}
         loop_by_cfg: dict[tuple[int, int], list[float]] = {cfg: [] for cfg in grid}
@@ -174,21 +270,13 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
             totals[LOOP].append(t.seconds)
             for n, d, _, s in loop:
                 loop_by_cfg[(n, d)].append(s)
-            # logo depois do laço, para que as duas medidas vejam a mesma carga da máquina
+            # logo depois do laço: as duas medidas veem a mesma carga da máquina
             side_s, copies = run_side_by_side(grid, data, cores, timeout=60 + 10 * t.seconds)
             totals[SIDE].append(side_s / cores)  # tempo por busca: o speedup é o limite medido
             task_s[SIDE].append(statistics.mean(sum(r[3] for r in c) for c in copies))
             for got in copies:
                 _check_same_mse(SIDE, got, loop)
-            steps = (
-                (SEED, lambda: run_seed_ray(grid, data)),
-                (LPT, lambda: run_expensive_first(grid, data, fit_config, n_samples)),
-                (CHUNKS, lambda: run_chunks(chunks, data, fit_chunk)),
-                (NJOBS, lambda: run_loop(grid, data, n_jobs=-1)),
-                (TUNE, lambda: run_tune(grid, data, n_samples, tune_delays)),
-                (JOBLIB, lambda: run_joblib_ray(grid, data, n_samples)),
-            )
-            for name, step in steps:
+            for name, step in steps.items():
                 with Timer() as t:
                     got = step()
                 totals[name].append(t.seconds)
@@ -197,13 +285,10 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
     finally:
         ray.shutdown()
 
-    rows = _add_rows(
-        report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_cores, n_samples
-    )
-    rows[TUNE].note += (
-        f"; o 1º trial começou {statistics.median(tune_delays):.1f} s depois de chamar o fit "
-        "(mediana): o custo fixo do Tune"
-    )
+    cfg_s = {cfg: statistics.median(v) for cfg, v in loop_by_cfg.items()}
+    rows = add_rows(report, grid, chunks, totals, task_s, cfg_s, cores, local_cores, n_samples)
+    rows[TUNE].note += (f"; o 1º trial começou {statistics.median(tune_delays):.1f} s depois de "
+                        "chamar o fit (mediana): o custo fixo do Tune")  # fmt: skip
     rows[LOOP].note = (
         f"linha de base; {len(grid)} configurações, {n_samples} linhas de treino: {source}; "
         f"Ray com {cores} CPU(s), aquecimento {warm_s:.1f} s fora das medidas"
@@ -212,48 +297,28 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
         report.conclude(SECTION, line)
 
 
-def longest_position(times: list[float]) -> str:
-    """Onde a tarefa mais longa fica na fila, em palavras ("por último", "em 3º de 5")."""
-    pos = int(np.argmax(times))
-    return "por último" if pos == len(times) - 1 else f"em {pos + 1}º de {len(times)}"
-
-
-def _predicted(times: list[float], cores: int) -> float:
-    return sum(times) / LESSON_02.list_schedule_makespan(times, cores)
-
-
 # ---------------------------------------------------------------- o limite medido e as metas
 
 
 def measured_bound(alone_s: Sequence[float], side_s: Sequence[float], copies: int) -> float:
-    """O speedup que a máquina dá, medido: ``copies × mediana(sozinho) / mediana(lado a lado)``.
-
-    ``alone_s``: o laço sozinho, uma vez por repetição; ``side_s``: da largada até a última de
-    ``copies`` cópias do MESMO laço, rodando ao mesmo tempo, terminar. Com núcleos ideais, dá
-    ``copies``; cada ponto percentual que duas florestas juntas perdem por dividir memória e
-    cache sai daqui.
-    """
-    if copies < 1:
-        raise ValueError(f"copies deve ser pelo menos 1, recebi {copies}.")
-    values = [*alone_s, *side_s]
-    if not alone_s or not side_s or not all(np.isfinite(values)) or min(values) <= 0:
-        raise ValueError(f"tempos devem ser positivos, recebi {list(alone_s)} e {list(side_s)}.")
+    """``copies × mediana(laço sozinho) / mediana(lado a lado)``: ``copies`` com núcleos ideais;
+    cada ponto que as florestas juntas perdem dividindo memória e cache sai daqui."""
+    values = [*alone_s, *side_s] or [0.0]
+    if copies < 1 or not alone_s or not side_s or not all(np.isfinite(values)) or min(values) <= 0:
+        raise ValueError(f"tempos e cópias devem ser positivos: {alone_s}, {side_s}, {copies}.")
     return copies * statistics.median(alone_s) / statistics.median(side_s)
 
 
 def target_lines(rows: Mapping[str, Measurement]) -> list[str]:
-    """As metas da issue #27, uma linha cada, conferidas com os números desta execução: a
-    melhor abordagem Ray a ≥ 98% do seu limite (o medido, se for o menor); e não atrás do
-    ``n_jobs=-1``."""
+    """As metas da issue #27, uma linha cada: a melhor abordagem Ray a ≥ 98% do seu limite; e
+    não atrás do ``n_jobs=-1``."""
     ray_rows = [rows[name] for name in RAY_APPROACHES if name in rows]
     if not ray_rows or any(r.speedup is None or not r.bound for r in ray_rows):
         return ["metas não conferidas: faltam linhas Ray com speedup e limite"]
     best = max(ray_rows, key=lambda r: r.speedup)
-    lines = [
-        f"melhor Ray ≥ {100 * TARGET_OF_BOUND:.0f}% do limite: {best.approach} "
-        f"{best.speedup:.2f}x = {100 * best.of_bound:.1f}% de {best.bound:.2f}x → "
-        f"{verdict(best.of_bound >= TARGET_OF_BOUND)}"
-    ]
+    lines = [f"melhor Ray ≥ {100 * TARGET_OF_BOUND:.0f}% do limite: {best.approach} "
+             f"{best.speedup:.2f}x = {100 * best.of_bound:.1f}% de {best.bound:.2f}x → "
+             f"{verdict(best.of_bound >= TARGET_OF_BOUND)}"]  # fmt: skip
     njobs = rows.get(NJOBS)
     if njobs is None or njobs.speedup is None:
         lines.append("melhor Ray não atrás do n_jobs=-1: não conferida (n_jobs=-1 não medido)")
@@ -266,97 +331,66 @@ def target_lines(rows: Mapping[str, Measurement]) -> list[str]:
     return lines
 
 
-def _add_rows(
-    report, grid, chunks, totals, task_s, loop_by_cfg, cores, local_cores, n_samples
+def _predicted(times: list[float], cores: int) -> float:
+    """O speedup que a própria fila preveria nessa ordem (``list_schedule_makespan``, lição 02)."""
+    return sum(times) / LESSON_02.list_schedule_makespan(times, cores)
+
+
+def add_rows(
+    report, grid, chunks, totals, task_s, cfg_s, cores, local_cores, n_samples
 ) -> dict[str, Measurement]:
-    cfg_s = {cfg: statistics.median(v) for cfg, v in loop_by_cfg.items()}
+    """Uma linha por abordagem, com o speedup, o limite (o menor entre o da fila e o medido) e
+    uma nota que separa o que é da ordem do que é custo do Ray ou da máquina."""
     work = sum(cfg_s.values())
     cfg_times = [cfg_s[cfg] for cfg in grid]
-    chunk_times = [
-        cfg_s[(c.n_estimators, c.max_depth)] * c.n_trees / c.n_estimators for c in chunks
-    ]
+    chunk_times = [cfg_s[(c.n_estimators, c.max_depth)] * c.n_trees / c.n_estimators
+                   for c in chunks]  # fmt: skip
     tree_times = [cfg_s[(n, d)] / n for n, d in grid for _ in range(n)]
     hw = measured_bound(totals[LOOP], [s * cores for s in totals[SIDE]], cores)
-    schedule = {
-        "cfg": speedup_bound(cfg_times, cores),
-        "chunks": speedup_bound(chunk_times, cores),
-        "trees": speedup_bound(tree_times, local_cores),
-    }
+    schedule = {"cfg": speedup_bound(cfg_times, cores),
+                "chunks": speedup_bound(chunk_times, cores),
+                "trees": speedup_bound(tree_times, local_cores)}  # fmt: skip
     # o limite medido vale para o n_jobs=-1 só se ele usar tantos núcleos quanto as cópias
     njobs_hw = hw if local_cores == cores else float(local_cores)
-    bound = {
-        "cfg": effective_bound(schedule["cfg"], hw),
-        "chunks": effective_bound(schedule["chunks"], hw),
-        "trees": effective_bound(schedule["trees"], njobs_hw),
-    }
-    base = statistics.median(totals[LOOP])
+    bound = {kind: effective_bound(schedule[kind], njobs_hw if kind == "trees" else hw)
+             for kind in schedule}  # fmt: skip
     longest = max(cfg_times)
+    pos = int(np.argmax(cfg_times))
+    place = "por último" if pos == len(cfg_times) - 1 else f"em {pos + 1}º de {len(cfg_times)}"
+    fifo = _predicted(cfg_times, cores)
+    lpt = _predicted([cfg_s[cfg] for cfg in most_expensive_first(grid, n_samples)], cores)
 
-    def slowdown(name: str) -> float:
-        return statistics.median(task_s[name]) / work
+    def slow(name: str) -> str:
+        return f"{statistics.median(task_s[name]) / work:.2f}x"
 
     def bounds(kind: str) -> str:
         return f"limite da fila {schedule[kind]:.2f}x, medido {hw:.2f}x"
 
-    fifo = _predicted(cfg_times, cores)
-    place = longest_position(cfg_times)
-    lpt = _predicted([cfg_s[cfg] for cfg in most_expensive_first(grid, n_samples)], cores)
     rows = [
         (LOOP, None, ""),
-        (
-            SIDE,
-            float(cores),
-            f"{cores} processos comuns, cada um com o laço inteiro, largando juntos; tempo até o "
-            f"último terminar / {cores}; o speedup é o limite medido ({hw:.2f}x: "
-            f"{cores} × laço sozinho / lado a lado); tarefas {slowdown(SIDE):.2f}x mais lentas "
-            "que no laço: o que dividir memória e cache custa, sem Ray",
-        ),
-        (
-            SEED,
-            bound["cfg"],
-            f"ordem da grade: a tarefa mais longa ({longest:.2f} s) sai {place}; a própria fila "
-            f"prevê {fifo:.2f}x ({100 * fifo / schedule['cfg']:.0f}% do limite da fila); "
-            f"{bounds('cfg')}; tarefas {slowdown(SEED):.2f}x mais lentas que no laço",
-        ),
-        (
-            LPT,
-            bound["cfg"],
-            f"fila prevê {lpt:.2f}x; limite da fila = trabalho {work:.2f} s / max(mais longa "
-            f"{longest:.2f} s, trabalho/{cores}) = {schedule['cfg']:.2f}x, medido {hw:.2f}x; "
-            f"tarefas {slowdown(LPT):.2f}x mais lentas que no laço",
-        ),
-        (
-            CHUNKS,
-            bound["chunks"],
-            f"{len(chunks)} blocos ({len(chunks) / cores:.0f} por núcleo); fila prevê "
-            f"{_predicted(chunk_times, cores):.2f}x; {bounds('chunks')}; tarefas "
-            f"{slowdown(CHUNKS):.2f}x mais lentas que no laço",
-        ),
-        (
-            NJOBS,
-            bound["trees"],
-            f"threads em {local_cores} núcleo(s); limite da fila com a árvore como unidade de "
-            f"trabalho {schedule['trees']:.2f}x, medido {njobs_hw:.2f}x",
-        ),
-        (
-            TUNE,
-            bound["cfg"],
-            f"1 CPU por trial, até {cores} ao mesmo tempo; inclui criar os actors dos trials; "
-            f"fila prevê {lpt:.2f}x; {bounds('cfg')}; tarefas {slowdown(TUNE):.2f}x mais lentas "
-            "que no laço",
-        ),
-        (
-            JOBLIB,
-            bound["cfg"],
-            "PredefinedSplit (mesma avaliação do laço); inclui criar o pool de actors do joblib; "
-            f"{bounds('cfg')}; treinos {slowdown(JOBLIB):.2f}x mais lentos que no laço",
-        ),
-    ]
-    added = {}
-    for name, limit, note in rows:
-        values = totals[name]
-        speedup = base / statistics.median(values)
-        added[name] = report.add(
-            Measurement(SECTION, name, "tempo (s)", values, speedup, limit, note)
-        )
-    return added
+        (SIDE, float(cores), f"{cores} processos comuns, cada um com o laço inteiro, largando "
+         f"juntos; tempo até o último terminar / {cores}; o speedup é o limite medido ({hw:.2f}x: "
+         f"{cores} × laço sozinho / lado a lado); tarefas {slow(SIDE)} mais lentas que no laço: o "
+         "que dividir memória e cache custa, sem Ray"),
+        (SEED, bound["cfg"], f"ordem da grade: a tarefa mais longa ({longest:.2f} s) sai {place}; "
+         f"a própria fila prevê {fifo:.2f}x ({100 * fifo / schedule['cfg']:.0f}% do limite da "
+         f"fila); {bounds('cfg')}; tarefas {slow(SEED)} mais lentas que no laço"),
+        (LPT, bound["cfg"], f"fila prevê {lpt:.2f}x; limite da fila = trabalho {work:.2f} s / "
+         f"max(mais longa {longest:.2f} s, trabalho/{cores}) = {schedule['cfg']:.2f}x, medido "
+         f"{hw:.2f}x; tarefas {slow(LPT)} mais lentas que no laço"),
+        (CHUNKS, bound["chunks"], f"{len(chunks)} blocos ({len(chunks) / cores:.0f} por núcleo); "
+         f"fila prevê {_predicted(chunk_times, cores):.2f}x; {bounds('chunks')}; tarefas "
+         f"{slow(CHUNKS)} mais lentas que no laço"),
+        (NJOBS, bound["trees"], f"threads em {local_cores} núcleo(s); limite da fila com a árvore "
+         f"como unidade de trabalho {schedule['trees']:.2f}x, medido {njobs_hw:.2f}x"),
+        (TUNE, bound["cfg"], f"roda_tuner da lição 03, 1 CPU por trial, até {cores} ao mesmo "
+         f"tempo; inclui criar os actors dos trials; fila prevê {lpt:.2f}x; {bounds('cfg')}; "
+         f"tarefas {slow(TUNE)} mais lentas que no laço"),
+        (JOBLIB, bound["cfg"], "busca_gridsearchcv da lição 03 (PredefinedSplit: mesma avaliação "
+         f"do laço); inclui criar o pool de actors do joblib; {bounds('cfg')}; treinos "
+         f"{slow(JOBLIB)} mais lentos que no laço"),
+    ]  # fmt: skip
+    base = statistics.median(totals[LOOP])
+    return {name: report.add(Measurement(SECTION, name, "tempo (s)", totals[name],
+                                         base / statistics.median(totals[name]), limit, note))
+            for name, limit, note in rows}  # fmt: skip
