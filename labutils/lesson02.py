@@ -27,7 +27,6 @@ from labutils.search import (
     results_path,
     save_results,
     split_train_validation_test,
-    validate_grid,
 )
 
 
@@ -107,7 +106,6 @@ def list_schedule_makespan(task_seconds, cores):
 def estimated_cost(n_estimators, max_depth, n_samples=None):
     """Custo relativo de uma floresta, só para ordenar: árvores × níveis úteis (depois de
     ~log2(amostras) níveis as folhas ficam puras e os níveis seguintes quase não custam)."""
-    ((n_estimators, max_depth),) = validate_grid([(n_estimators, max_depth)])
     levels = float(max_depth)
     if n_samples is not None and n_samples > 1:
         levels = min(levels, math.log2(n_samples))
@@ -117,8 +115,7 @@ def estimated_cost(n_estimators, max_depth, n_samples=None):
 def most_expensive_first(grid, n_samples=None):
     """A grade das configurações mais caras para as mais baratas (estimated_cost): a mais longa
     não começa por último, com os outros núcleos parados (a regra LPT)."""
-    checked = validate_grid(grid)
-    return sorted(checked, key=lambda nd: estimated_cost(*nd, n_samples), reverse=True)
+    return sorted(grid, key=lambda nd: estimated_cost(*nd, n_samples), reverse=True)
 
 
 # @save
