@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 from labutils.config import SCALES, current_scale
 from tools.bench.report import Report, machine_info
 
-SECTIONS = ("search", "ray", "tf", "inference")
+#: as seções, na ordem do relatório, e o módulo de cada uma
+SECTIONS = {"search": "search_bench", "ray": "ray_overheads", "tf": "tf_bench",
+            "inference": "inference_bench"}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,7 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=SCALES, default=None, help="padrão: LABUTILS_SCALE")
     parser.add_argument("--repeats", type=int, default=3, help="repetições de cada medida")
     parser.add_argument(
-        "--only", default=",".join(SECTIONS), help=f"seções, separadas por vírgula: {SECTIONS}"
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"seções, separadas por vírgula: {', '.join(SECTIONS)}",
     )
     parser.add_argument("--out", type=Path, default=Path("results") / "bench")
     parser.add_argument(
@@ -36,26 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     scale = args.scale or current_scale()
 
     report = Report(machine_info(scale))
-    if "search" in only:
-        from tools.bench import search_bench
-
-        search_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
-        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
-    if "ray" in only:
-        from tools.bench import ray_overheads
-
-        ray_overheads.run(report, args.repeats, scale)
-        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
-    if "tf" in only:
-        from tools.bench import tf_bench
-
-        tf_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
-        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
-    if "inference" in only:
-        from tools.bench import inference_bench
-
-        inference_bench.run(report, args.repeats, scale, synthetic=args.synthetic_data)
-        report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
+    for section in SECTIONS:
+        if section in only:
+            module = importlib.import_module(f"tools.bench.{SECTIONS[section]}")
+            kwargs = {} if section == "ray" else {"synthetic": args.synthetic_data}
+            module.run(report, args.repeats, scale, **kwargs)
+            report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     paths = report.write(args.out)
     print(report.markdown())
     print("\n".join(f"{kind}: {path}" for kind, path in paths.items()), file=sys.stderr)

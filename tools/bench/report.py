@@ -137,33 +137,27 @@ class Report:
         return paths
 
     def figure(self, path: Path) -> None:
+        """Uma barra por linha (mediana, com o mín – máx), um painel por seção e métrica."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
         groups: dict[tuple[str, str], list[Measurement]] = {}
-        if not self.rows:  # nada medido: uma figura que diz isso, em vez de um erro
-            fig, ax = plt.subplots(figsize=(6, 1.5))
-            ax.axis("off")
-            ax.text(0.5, 0.5, "nenhuma medida (veja 'Não medido' no relatório)", ha="center")
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            return
         for r in self.rows:
             groups.setdefault((r.section, r.metric), []).append(r)
-        fig, axes = plt.subplots(
-            len(groups), 1, figsize=(9, 2.2 + 0.45 * len(self.rows)), squeeze=False
-        )
-        for ax, ((section, metric), rows) in zip(axes[:, 0], groups.items(), strict=True):
-            names = [r.approach for r in rows]
+        fig, axes = plt.subplots(max(1, len(groups)), 1, figsize=(9, 2.2 + 0.45 * len(self.rows)),
+                                 squeeze=False)  # fmt: skip
+        if not groups:  # nada medido: a figura diz isso, em vez de um erro
+            axes[0, 0].axis("off")
+            axes[0, 0].text(0.5, 0.5, "nenhuma medida (veja 'Não medido')", ha="center")
+        for ax, ((section, metric), rows) in zip(axes[:, 0], groups.items(), strict=False):
             med = [r.median for r in rows]
             err = [[m - r.spread[0] for m, r in zip(med, rows, strict=True)],
                    [r.spread[1] - m for m, r in zip(med, rows, strict=True)]]  # fmt: skip
-            ax.barh(names, med, xerr=err, color="tab:blue", ec="k", capsize=3)
+            ax.barh([r.approach for r in rows], med, xerr=err, color="tab:blue", ec="k", capsize=3)
             ax.invert_yaxis()
-            ax.set_title(section)
-            ax.set_xlabel(metric + "  (barra = mediana, traço = mín – máx)")
+            ax.set(title=section, xlabel=metric + "  (barra = mediana, traço = mín – máx)")
             ax.grid(True, axis="x", linestyle=":")
         fig.tight_layout()
         fig.savefig(path, dpi=110)
