@@ -1,10 +1,11 @@
-"""As autoverificações da lição 07 contra respostas erradas, e a prova de que as fatias são disjuntas.
+"""As autoverificações da lição 07 contra respostas escritas por outras mãos.
 
-Cada erro plausível de aluno é aplicado ao código da SOLUÇÃO (uma troca de texto numa célula);
-a verificação logo abaixo daquele TODO (a rápida, que roda antes do treino de verdade) tem de
-falhar com a sua mensagem, e a solução intacta passa em todas. Os TODOs 1, 2 e 4 são conferidos
-no próprio processo (frações de segundo); a função de treino (TODO 3), em 2 processos por um
-passo (~7–12 s cada), sem iniciar o Ray.
+Cada resposta é um trecho completo, como um aluno o escreveria na célula do TODO (não uma troca
+de texto na solução): as **certas** vêm dos idiomas da documentação do Keras, do TensorFlow e do
+Ray e diferem da solução (têm de passar); as **erradas** são os erros plausíveis (têm de ser
+pegos pela verificação do seu TODO, com a sua mensagem). Os TODOs 1 e 2 são conferidos neste
+processo (frações de segundo); a função de treino (TODO 3), em 2 processos por um passo, sem o
+Ray; o treino do TODO 4, pelo que ficaria no disco (:func:`checks.judge_run`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import json  # noqa: E402
 import tempfile  # noqa: E402
+import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
@@ -29,7 +32,7 @@ from ray.train.tensorflow import TensorflowTrainer  # noqa: E402
 from labutils import config as lab_config  # noqa: E402
 from labutils import multiworker  # noqa: E402
 from labutils.data import load_cifar100  # noqa: E402
-from labutils.lesson05 import create_model, get_data
+from labutils.lesson05 import create_model, get_data  # noqa: E402
 from labutils.multiworker import checks  # noqa: E402
 from labutils.multiworker.checks import _numbered  # noqa: E402
 from labutils.tf import split_validation  # noqa: E402
@@ -38,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 PLAN = multiworker.WorkerPlan(2, False, {"CPU": 1.0})
 CONFIG = {"batch_per_worker": 64, "epochs": 2}
+#: o que as células anteriores do notebook deixam definido
 NAMESPACE = {
     **{"json": json, "os": os, "tempfile": tempfile, "time": time, "tf": tf, "ray": ray},
     **{"checks": checks, "multiworker": multiworker, "lab_config": lab_config, "plan": PLAN},
@@ -46,14 +50,6 @@ NAMESPACE = {
     **{"ScalingConfig": ScalingConfig, "RunConfig": RunConfig, "FailureConfig": FailureConfig},
     "CheckpointConfig": CheckpointConfig,
 }
-#: as células que definem as peças do aluno, na ordem do notebook
-PIECES = (
-    "def worker_datasets(",
-    "def build_model(",
-    "def save_checkpoint(",
-    "def train_loop_per_worker(",
-    "trainer = TensorflowTrainer(\n    train_loop_per_worker,",
-)
 
 
 def _cell(defines: str) -> str:
@@ -61,47 +57,242 @@ def _cell(defines: str) -> str:
     return next(c.source for c in cells if c.cell_type == "code" and defines in c.source)
 
 
-def _solution(*swaps: tuple[str, str], plan: multiworker.WorkerPlan = PLAN) -> dict:
-    """Executa as células das peças do aluno da solução, com cada ``(trecho, troca)`` aplicada
-    e o plano ``plan`` (o de :func:`multiworker.plan_workers`)."""
-    sources = [_cell(piece) for piece in PIECES]
-    for old, new in swaps:
-        hits = [i for i, source in enumerate(sources) if old in source]
-        assert hits, f"o erro {old!r} não se aplica mais à solução: atualize o teste"
-        sources[hits[0]] = sources[hits[0]].replace(old, new)
-    ns = {"__name__": "__main__", **NAMESPACE, "plan": plan}
-    for source in sources:
-        exec(compile(source, str(SOLUTION), "exec"), ns)
-    ns["_touched"] = {PIECES[i] for i, source in enumerate(sources) if source != _cell(PIECES[i])}
+def _answers(*snippets: str) -> dict:
+    """As funções da solução (dados, modelo, checkpoint, função de treino), com cada trecho
+    ``snippets`` executado por cima: a resposta do aluno naquele TODO."""
+    ns = {"__name__": "__main__", **NAMESPACE}
+    for defines in ("def worker_datasets(", "def build_model(", "def save_checkpoint("):
+        exec(compile(_cell(defines), str(SOLUTION), "exec"), ns)
+    exec(compile(_cell("def train_loop_per_worker("), str(SOLUTION), "exec"), ns)
+    for snippet in snippets:
+        exec(compile(textwrap.dedent(snippet), "<resposta>", "exec"), ns)
     return ns
 
 
-def _check_data(ns):
-    checks.check_worker_datasets(ns["worker_datasets"])
+# ---------------------------------------------------------------- TODO 1: os dados
+DATA_SAME_SEED = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    # sem fatiar à mão: a estratégia fatia "um de cada N", e a mesma semente dá a mesma ordem
+    return get_data(train, val, global_batch=global_batch, seed=1234)
+"""
+DATA_OWN_PIPELINE = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    def scale(image, label):
+        return tf.cast(image, tf.float32) / 255.0, label
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    train = train.shard(num_workers, worker_index).map(scale).shuffle(1000).batch(global_batch)
+    val = val.shard(num_workers, worker_index).map(scale).batch(global_batch)
+    return train.with_options(options), val.with_options(options)
+"""
+DATA_EXPLICIT_DATA_POLICY = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    train_ds, val_ds = get_data(train, val, global_batch=global_batch, seed=7)
+    return train_ds.with_options(options), val_ds.with_options(options)
+"""
+DATA_NO_SHARD = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    return get_data(train, val, global_batch=global_batch)  # shuffle sem semente, fatia DATA
+"""
+DATA_SHARD_AFTER_SHUFFLE = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    train_ds, val_ds = get_data(train, val.shard(num_workers, worker_index), global_batch=global_batch)
+    train_ds = train_ds.unbatch().shard(num_workers, worker_index).batch(global_batch)
+    return train_ds.with_options(options), val_ds.with_options(options)
+"""
+DATA_DOUBLE_SHARD = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    train, val = train.shard(num_workers, worker_index), val.shard(num_workers, worker_index)
+    return get_data(train, val, global_batch=global_batch)  # e a estratégia fatia de novo
+"""
+DATA_BATCH_PER_WORKER = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    train, val = train.shard(num_workers, worker_index), val.shard(num_workers, worker_index)
+    train_ds, val_ds = get_data(train, val, global_batch=global_batch // num_workers)
+    return train_ds.with_options(options), val_ds.with_options(options)
+"""
 
 
-def _check_model(ns):
-    checks.check_build_model(ns["build_model"])
-
-
-def _check_loop(ns):
-    checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
-
-
-def _check_trainer(ns):
-    checks.check_trainer(ns["trainer"], PLAN, ns["train_loop_per_worker"])
-
-
-#: a verificação de cada TODO, na ordem do notebook (a 1ª que falhar é a que o aluno vê)
-FAST_CHECKS = {"TODO 1": _check_data, "TODO 2": _check_model, "TODO 3": _check_loop}
-FAST_CHECKS["TODO 4"] = _check_trainer
-
-SHARD_LINES = (
-    "    train = train.shard(num_workers, worker_index)  # ANTES do shuffle (que está no get_data)\n"
-    "    val = val.shard(num_workers, worker_index)\n"
+@pytest.mark.parametrize(
+    "snippet",
+    [DATA_SAME_SEED, DATA_OWN_PIPELINE, DATA_EXPLICIT_DATA_POLICY],
+    ids=["mesma semente, fatia da estratégia", "pipeline próprio", "política DATA explícita"],
 )
-NO_SHARD = (SHARD_LINES, "")
-DATA_POLICY = ("AutoShardPolicy.OFF", "AutoShardPolicy.DATA")
+def test_right_data_answers_pass(snippet, capsys):
+    checks.check_worker_datasets(_answers(snippet)["worker_datasets"])
+    assert "✅" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        (DATA_NO_SHARD, "se sobrepõem"),
+        (DATA_SHARD_AFTER_SHUFFLE, "Fatie com dataset.shard"),
+        (DATA_DOUBLE_SHARD, "não foram vistos"),
+        (DATA_BATCH_PER_WORKER, "lote GLOBAL"),
+    ],
+    ids=["sem fatiar", "fatia depois do shuffle", "fatia dupla", "lote por worker"],
+)
+def test_wrong_data_answers_are_caught(snippet, message):
+    with pytest.raises(checks.CheckFailed, match=message) as info:
+        checks.check_worker_datasets(_answers(snippet)["worker_datasets"])
+    assert info.value._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
+
+
+# ---------------------------------------------------------------- TODO 2: o modelo
+MODEL_STRINGS = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        model = create_model(num_classes, compile=False)
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+"""
+MODEL_DEFAULT_OBJECTS = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        model = create_model(num_classes, compile=False)
+        model.compile(
+            optimizer=tf.keras.optimizers.Adam(),
+            loss=tf.keras.losses.SparseCategoricalCrossentropy(),
+            metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        )
+    return model
+"""
+MODEL_LOGITS = """
+def build_model(strategy, num_classes):
+    with strategy.scope():  # saída linear (logits) com a perda que espera logits: coerente
+        model = tf.keras.Sequential([
+            tf.keras.Input(shape=(32, 32, 3)),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(num_classes),
+        ])
+        model.compile(
+            optimizer=tf.keras.optimizers.Adam(1e-3),
+            loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+    return model
+"""
+MODEL_CREATED_COMPILED = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        return create_model(num_classes)  # compile=True: compilada como na lição 05
+"""
+MODEL_OUTSIDE_SCOPE = """
+def build_model(strategy, num_classes):
+    model = create_model(num_classes, compile=False)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+"""
+MODEL_LOGITS_AFTER_SOFTMAX = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        model = create_model(num_classes, compile=False)
+        model.compile(
+            optimizer="adam",
+            loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+    return model
+"""
+MODEL_PROBABILITIES_FROM_LINEAR = MODEL_LOGITS.replace("from_logits=True", "from_logits=False")
+MODEL_NO_COMPILE = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        return create_model(num_classes, compile=False)
+"""
+MODEL_NO_ACCURACY = MODEL_STRINGS.replace('metrics=["accuracy"]', "")
+MODEL_ONE_HOT_LOSS = MODEL_STRINGS.replace("sparse_categorical", "categorical")
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [MODEL_STRINGS, MODEL_DEFAULT_OBJECTS, MODEL_LOGITS, MODEL_CREATED_COMPILED],
+    ids=["textos", "objetos com os padrões", "logits e from_logits=True", "create_model compilado"],
+)
+def test_right_model_answers_pass(snippet, capsys):
+    checks.check_build_model(_answers(snippet)["build_model"])
+    assert "✅" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        (MODEL_OUTSIDE_SCOPE, "FORA do escopo"),
+        (MODEL_LOGITS_AFTER_SOFTMAX, "from_logits=True"),
+        (MODEL_PROBABILITIES_FROM_LINEAR, "devolve logits"),
+        (MODEL_NO_COMPILE, "não foi compilado"),
+        (MODEL_NO_ACCURACY, "'accuracy'"),
+        (MODEL_ONE_HOT_LOSS, "rótulos inteiros"),
+    ],
+    ids=[
+        "fora do escopo",
+        "from_logits=True depois da softmax",
+        "from_logits=False com saída linear",
+        "sem compilar",
+        "sem a acurácia",
+        "perda para rótulos one-hot",
+    ],
+)
+def test_wrong_model_answers_are_caught(snippet, message):
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_build_model(_answers(snippet)["build_model"])
+
+
+# ---------------------------------------------------------------- TODO 3: a função de treino
+#: uma função de treino certa, diferente da solução: o rank pelo TF_CONFIG, a pasta com mkdtemp,
+#: uma retomada que carrega os pesos num modelo novo, e um laço só de fit com initial_epoch
+LOOP_OTHER_IDIOMS = """
+import shutil
+
+
+def resume(checkpoint, strategy):
+    with checkpoint.as_directory() as folder:
+        with strategy.scope():
+            model = tf.keras.models.load_model(os.path.join(folder, "model.keras"))
+        info = json.load(open(os.path.join(folder, "worker_0.json")))
+    return model, info["epoch"] + 1
+
+
+def train_loop_per_worker(config):
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    cluster = json.loads(os.environ["TF_CONFIG"])
+    workers, index = len(cluster["cluster"]["worker"]), cluster["task"]["index"]
+    batch = config["batch_per_worker"] * workers
+    data = load_cifar100()
+    train, val = split_validation(data.train, data.num_train)
+    train, val = worker_datasets(train, val, global_batch=batch, num_workers=workers,
+                                 worker_index=index)
+    start = 1
+    if ray.train.get_checkpoint():
+        model, start = resume(ray.train.get_checkpoint(), strategy)
+    else:
+        model = build_model(strategy, data.num_classes)
+    for epoch in range(start, config["epochs"] + 1):
+        logs = model.fit(train, validation_data=val, epochs=epoch, initial_epoch=epoch - 1,
+                         verbose=0).history
+        folder = tempfile.mkdtemp()
+        save_checkpoint(folder, model, epoch=epoch, global_batch=batch)
+        ray.train.report({"loss": logs["loss"][-1], "accuracy": logs["accuracy"][-1],
+                          "epoch": epoch}, checkpoint=ray.train.Checkpoint.from_directory(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+def _swap(old: str, new: str) -> str:
+    """A função de treino da solução com um erro: um trecho completo, para colar na célula."""
+    source = _cell("def train_loop_per_worker(")
+    assert old in source, f"{old!r} não está mais na solução: atualize o erro"
+    return source.replace(old, new)
+
+
 STRATEGY = (
     "    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # 1º, antes de qualquer op do TF\n"
 )
@@ -109,236 +300,79 @@ MODEL = "    model = build_model(strategy, cifar.num_classes)\n"
 REPORT = (
     "            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))"
 )
-
-# (nome do erro, trocas, onde deve ser pego, mensagem esperada)
-MISTAKES = [
-    (
-        "modelo fora do escopo",
-        [("    with strategy.scope():\n", "    if True:  # sem escopo\n")],
-        "TODO 2",
-        "FORA do escopo",
-    ),
-    (
-        "from_logits=True depois da softmax",
-        [("from_logits=False", "from_logits=True")],
-        "TODO 2",
-        "from_logits=True",
-    ),
-    (
-        "lote por worker usado como global (dados)",
-        [("global_batch=global_batch)", "global_batch=global_batch // num_workers)")],
-        "TODO 1",
-        "lote GLOBAL",
-    ),
-    ("sem fatiar: cada worker lê tudo", [NO_SHARD], "TODO 1", "se sobrepõem"),
-    (
-        "fatia automática DATA com shuffle sem semente (o código antigo)",
-        [NO_SHARD, DATA_POLICY],
-        "TODO 1",
-        "Fatie com dataset.shard",
-    ),
-    (
-        "fatia dupla: shard à mão e a fatia automática DATA",
-        [DATA_POLICY],
-        "TODO 1",
-        "não foram vistos",
-    ),
-    (
-        "fatia depois do shuffle",
-        [
-            NO_SHARD,
-            (
-                "    return train_ds.with_options",
-                "    train_ds = train_ds.shard(num_workers, worker_index)\n"
-                "    return train_ds.with_options",
-            ),
-        ],
-        "TODO 1",
-        "Fatie com dataset.shard",
-    ),
-    (
-        "estratégia criada depois de carregar os dados",
-        [(STRATEGY, ""), (MODEL, STRATEGY.replace("  # 1º", "  # tarde") + MODEL)],
-        "TODO 3",
+LOOP_MISTAKES = {
+    "estratégia criada depois dos dados": (
+        _swap(STRATEGY, "").replace(MODEL, STRATEGY + MODEL),
         "não foi a primeira operação",
     ),
-    (
-        "MirroredStrategy no lugar da MultiWorkerMirroredStrategy",
-        [
-            (
-                "tf.distribute.MultiWorkerMirroredStrategy()  # 1º",
-                "tf.distribute.MirroredStrategy()  # 1º",
-            )
-        ],
-        "TODO 3",
-        "usa MirroredStrategy com 1 réplica",
-    ),
-    (
-        "lote por worker usado como global (função de treino)",
-        [
-            (
-                'global_batch = config["batch_per_worker"] * num_workers',
-                'global_batch = config["batch_per_worker"]',
-            )
-        ],
-        "TODO 3",
-        "lote GLOBAL, 128",
-    ),
-    (
-        "report só no rank 0, sem a barreira",
-        [(REPORT, "            if rank == 0:\n    " + REPORT)],
-        "TODO 3",
+    "report só no rank 0": (
+        _swap(REPORT, "            if rank == 0:\n    " + REPORT),
         "barreira",
     ),
-    (
-        "número errado de workers",
-        [("num_workers=plan.num_workers", "num_workers=4")],
-        "TODO 4",
-        "num_workers=4",
+    "sem retomar": (
+        _swap("        model, first_epoch = resume(checkpoint, strategy)", "        pass"),
+        "pesos que não são os do checkpoint",
     ),
-    (
-        "sem recomeço após falha",
-        [("        failure_config=FailureConfig(max_failures=2),", "")],
-        "TODO 4",
-        "FailureConfig",
-    ),
-    (
-        "menos checkpoints que épocas: as curvas perderiam as primeiras",
-        [("CheckpointConfig(num_to_keep=None)", "CheckpointConfig(num_to_keep=1)")],
-        "TODO 4",
-        "num_to_keep=1",
-    ),
-    (
-        "nome repetido: retomaria a execução anterior",
-        [("name=f\"licao07-{time.strftime('%Y%m%d-%H%M%S')}\"", 'name="."')],
-        "TODO 4",
-        "nome NOVO",
-    ),
-]
-
-
-def _first_failure(ns: dict) -> tuple[str, checks.CheckFailed]:
-    """Roda as verificações na ordem do notebook; devolve a 1ª que falhou e o erro.
-
-    A do TODO 3 (2 processos, segundos) só roda se o erro mexeu na função de treino: intacta, ela
-    é a da solução, que passa (teste acima)."""
-    for todo, check in FAST_CHECKS.items():
-        if check is _check_loop and "def train_loop_per_worker(" not in ns["_touched"]:
-            continue
-        try:
-            check(ns)
-        except checks.CheckFailed as err:
-            return todo, err
-    raise AssertionError("nenhuma verificação rápida falhou")
-
-
-@pytest.mark.timeout(120)
-def test_the_untouched_solution_passes_every_check_that_runs_in_this_process(capsys):
-    """O controle dos erros abaixo. A verificação da função de treino (TODO 3, 2 processos) da
-    solução roda na correção da cópia com um erro só no modelo (``tests/test_grade.py``), que
-    confere que todas as outras verificações passam: repeti-la aqui custava ~20 s do
-    ``make test``."""
-    ns = _solution()
-    for check in FAST_CHECKS.values():
-        if check is not _check_loop:
-            check(ns)
-    assert capsys.readouterr().out.count("✅") == 4  # TODOs 1, 2 e 4; o do trainer: 2 linhas
+}
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize(
-    ("swaps", "where", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES]
-)
-def test_each_student_mistake_is_caught_by_the_fast_check_of_its_todo(swaps, where, message):
-    """O erro é pego pela verificação rápida do TODO onde ele está, com a sua mensagem, antes
-    do treino de verdade (nenhuma verificação anterior reclama)."""
-    todo, err = _first_failure(_solution(*swaps))
-    assert todo == where, f"pego em {todo}, esperado em {where}: {err}"
-    assert message in str(err), str(err)
-    assert err._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
+@pytest.mark.timeout(180)
+def test_a_right_training_function_in_other_idioms_passes(capsys):
+    """Os dois passos (do zero e a retomada) de uma função certa que não é a da solução; a da
+    solução roda na correção (``tests/test_grade.py``)."""
+    ns = _answers(LOOP_OTHER_IDIOMS)
+    checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
+    assert "retomada do checkpoint" in capsys.readouterr().out
 
 
-@pytest.mark.timeout(120)
-def test_a_failure_config_without_a_limit_is_a_right_answer(capsys):
-    """``FailureConfig(max_failures=-1)`` (recomeçar sempre) é uma configuração válida do Ray."""
-    _check_trainer(_solution(("FailureConfig(max_failures=2)", "FailureConfig(max_failures=-1)")))
-    assert "recomeça sempre que um worker cair" in capsys.readouterr().out
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("mistake", list(LOOP_MISTAKES))
+def test_wrong_training_functions_are_caught(mistake):
+    snippet, message = LOOP_MISTAKES[mistake]
+    with pytest.raises(checks.CheckFailed) as info:
+        checks.check_training_function(_answers(snippet)["train_loop_per_worker"], CONFIG)
+    assert message in str(info.value), str(info.value)
 
 
-def test_with_a_gpu_per_worker_the_example_and_the_trainer_ask_ray_train_for_them(capsys):
-    """Numa máquina com uma GPU por worker, o plano pede ``{"GPU": 1}`` a cada um; o Ray Train
-    recusa esse ``resources_per_worker`` sem ``use_gpu=True`` ("`use_gpu` is False but `GPU` was
-    found"). O exemplo da seção 3 e o trainer do TODO 4 passam os dois."""
-    import ast
-
-    gpu_plan = multiworker.WorkerPlan(2, True, {"CPU": 1.0, "GPU": 1.0})
-    made = []
-
-    def trainer_until_fit(*_, scaling_config, **__):
-        made.append(scaling_config)
-        raise InterruptedError  # o exemplo para aqui, sem treinar
-
-    example = ast.parse(_cell("def rodar_exemplo("))
-    example.body = [n for n in example.body if isinstance(n, ast.FunctionDef)]
-    ns = {**NAMESPACE, "plan": gpu_plan, "TensorflowTrainer": trainer_until_fit}
-    ns["exemplo_por_worker"] = None  # a função dos workers: não chega a rodar
-    exec(compile(example, str(SOLUTION), "exec"), ns)
-    with pytest.raises(InterruptedError):
-        ns["rodar_exemplo"](2)
-    assert made[0].use_gpu and made[0].num_gpus_per_worker == 1
-    trainer = _solution(plan=gpu_plan)["trainer"]
-    checks.check_scaling_config(trainer.scaling_config, gpu_plan)
-    assert "use_gpu=True" in capsys.readouterr().out
-
-
-def test_the_check_result_sees_what_the_model_used_not_the_strategy_object():
-    """Um modelo criado fora do escopo, com uma estratégia existindo no processo: a descrição do
-    worker vem de ``model.distribute_strategy`` e o ``check_result`` recusa."""
-    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    outside = create_model(num_classes=3)
-    with strategy.scope():
-        inside = create_model(num_classes=3)
-    assert multiworker.describe_worker(inside, 8)["strategy"] == "OneDeviceStrategy"
-    info = multiworker.describe_worker(outside, 8)
-    assert info["strategy"].startswith("padrão"), info
-    result = type("R", (), {"checkpoint": "c", "metrics": {"loss": 1.0, "accuracy": 0.5}})()
-    workers = [{**info, "rank": r, "replicas": 2, "global_batch": 128} for r in range(2)]
-    with pytest.raises(checks.CheckFailed, match="FORA de strategy.scope"):
-        checks.check_result(result, workers, num_workers=2, batch_per_worker=64)
-    with pytest.raises(checks.CheckFailed, match="esperado 3"):  # número errado de workers
-        checks.check_result(result, workers, num_workers=3, batch_per_worker=64)
-
-
-def test_the_trainer_check_refuses_a_training_function_with_a_todo():
-    """O trainer bem montado, com a função do aluno ainda no TODO 3: a verificação do TODO 4
-    avisa antes do fit (nos workers, o erro se repetiria a cada nova tentativa)."""
-    ns = _solution(
-        (
-            "    strategy = tf.distribute",
-            "    checks.todo(3, 'a função')\n    strategy = tf.distribute",
-        )
-    )
-    with pytest.raises(checks.TodoNotDone, match="TODO 3 ainda não terminado"):
-        _check_trainer(ns)
+@pytest.mark.timeout(60)
+def test_a_wrong_earlier_todo_is_named_by_the_training_function_check():
+    """Com o TODO 1 errado (ou por fazer), a verificação do TODO 3 diz para consertá-lo primeiro,
+    em português, antes de iniciar processos."""
+    ns = _answers(DATA_SHARD_AFTER_SHUFFLE)
+    start = time.monotonic()
+    with pytest.raises(checks.CheckFailed, match="^Conserte o TODO 1 primeiro: .*Fatie com"):
+        checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
+    ns = _answers('def build_model(strategy, num_classes):\n    return checks.todo(2, "o modelo")')
+    with pytest.raises(checks.TodoNotDone, match="^Termine o TODO 2 primeiro"):
+        checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
+    assert time.monotonic() - start < 30  # nenhum processo iniciado
 
 
 def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights():
-    """Os casos da verificação do TODO 3 conferidos sem iniciar processos, com o que os workers
-    anotariam: um worker que não treinou, report sem checkpoint, sem as métricas, sem o modelo no
-    rank 0, e pesos diferentes depois do passo (que os erros acima não alcançam: são pegos antes)."""
+    """Casos da verificação do TODO 3 sem iniciar processos, com o que os workers anotariam."""
     from labutils.multiworker.checks import _EXAMPLES, _verdict
 
     ids = list(range(_EXAMPLES // 10, _EXAMPLES))
-    fit = {"strategy": "MultiWorkerMirroredStrategy", "replicas": 2, "batch": 128}
-    report = {"metrics": ["accuracy", "epoch", "loss"], "files": ["model.keras", "worker_0.json"]}
+    fit = {"strategy": "MultiWorkerMirroredStrategy", "replicas": 2, "batch": 128, "epochs": 1}
+    report = {"metrics": ["accuracy", "epoch", "loss"], "epoch": 1}
     seen = [
-        {"rank": r, "fits": [{**fit, "ids": ids[r::2]}], "weights": [1.0, 2.0], "reports": []}
-        for r in range(2)
+        {"rank": r, "fits": [{**fit, "ids": ids[r::2]}], "weights": [1.0, 2.0]} for r in range(2)
     ]
     for r, worker in enumerate(seen):
-        worker["reports"] = [{**report, "files": ["model.keras", f"worker_{r}.json"]}]
+        files = ["model.keras", f"worker_{r}.json"]
+        worker["reports"] = [{**report, "files": files}]
     _verdict(seen, 2, 128)  # tudo certo
+    # a estratégia e o lote que o modelo usou (os mesmos processos dos erros acima os anotam)
+    for change, message in (
+        ({"strategy": "MirroredStrategy", "replicas": 1}, "usa MirroredStrategy com 1 réplica"),
+        ({"batch": 64}, "lote GLOBAL, 128"),
+        ({"strategy": "padrão (fora de strategy.scope())"}, "FORA de strategy.scope"),
+    ):
+        other = {**seen[1], "fits": [{**seen[1]["fits"][0], **change}]}
+        with pytest.raises(checks.CheckFailed, match=message):
+            _verdict([seen[0], other], 2, 128)
     with pytest.raises(checks.CheckFailed, match="não chamou model.fit"):
         _verdict([{**seen[0], "fits": []}, seen[1]], 2, 128)
     with pytest.raises(checks.CheckFailed, match="os gradientes não foram somados"):
@@ -347,6 +381,7 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
         "sem checkpoint": {"files": []},
         "inclua 'loss'": {"metrics": ["epoch", "loss"]},
         r"faltam \['model.keras'\]": {"files": ["worker_0.json"]},
+        r"reportou as épocas \[0\]": {"epoch": 0},
     }
     for message, change in broken.items():
         first = {**seen[0], "reports": [{**seen[0]["reports"][0], **change}]}
@@ -354,12 +389,123 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
             _verdict([first, seen[1]], 2, 128)
 
 
+# ---------------------------------------------------------------- TODO 4: o treino no cluster
+def _trainers() -> dict[str, TensorflowTrainer]:
+    """Formas certas de montar o trainer, nenhuma igual à da solução."""
+    loop = _answers()["train_loop_per_worker"]
+    return {
+        "dicionário e sem nome": TensorflowTrainer(
+            train_loop_per_worker=loop,
+            train_loop_config=dict(CONFIG),
+            scaling_config=ScalingConfig(**{"num_workers": 2, "resources_per_worker": {"CPU": 1}}),
+            run_config=RunConfig(
+                storage_path=lab_config.train_storage(),
+                failure_config=FailureConfig(max_failures=-1),
+            ),
+        ),
+        "do plano, por atributos": TensorflowTrainer(
+            loop,
+            train_loop_config=CONFIG,
+            scaling_config=ScalingConfig(
+                num_workers=PLAN.num_workers, use_gpu=PLAN.use_gpu, resources_per_worker={"CPU": 1}
+            ),
+            run_config=RunConfig(
+                name=f"outro-{time.time_ns()}",
+                storage_path=lab_config.train_storage(),
+                checkpoint_config=CheckpointConfig(),
+                failure_config=FailureConfig(3),
+            ),
+        ),
+    }
+
+
+def _fake_run(root: Path, epochs: list[int], *, model: bool = True, workers: int = 2) -> Path:
+    """A pasta de uma execução como o Ray Train a deixa: um ``checkpoint_*`` por época guardada,
+    com o ``worker_<rank>.json`` de cada worker e o ``model.keras`` (aqui, vazio)."""
+    run = root / f"execucao-{time.time_ns()}"
+    for epoch in epochs:
+        folder = run / f"checkpoint_2026-01-01_00-00-0{epoch}.000000"
+        folder.mkdir(parents=True)
+        for rank in range(workers):
+            info = {"rank": rank, "strategy": checks.MWMS, "replicas": workers}
+            info.update(global_batch=128, epoch=epoch)
+            (folder / f"worker_{rank}.json").write_text(json.dumps(info))
+        if model:
+            (folder / "model.keras").write_bytes(b"")
+    return run
+
+
+def _judge(facts: dict, storage: Path, epochs: int = 2) -> Path:
+    return checks.judge_run(
+        facts,
+        storage=str(storage),
+        num_workers=2,
+        use_gpu=False,
+        batch_per_worker=64,
+        epochs=epochs,
+    )
+
+
+def test_right_trainers_and_runs_pass_the_training_check(tmp_path, monkeypatch):
+    monkeypatch.setenv(lab_config.TRAIN_STORAGE_ENV, str(tmp_path))
+    for name, trainer in _trainers().items():
+        run = _fake_run(tmp_path, [1, 2])
+        result = SimpleNamespace(path=str(run), checkpoint="c", metrics={"loss": 1, "accuracy": 0})
+        last = _judge(checks.run_facts(trainer, result), tmp_path)
+        assert last.name.endswith("02.000000"), name
+
+
+def test_wrong_trainers_and_runs_are_caught(tmp_path, monkeypatch):
+    monkeypatch.setenv(lab_config.TRAIN_STORAGE_ENV, str(tmp_path))
+    trainer = _trainers()["do plano, por atributos"]
+    facts = {"has_checkpoint": True, "metrics": ["accuracy", "loss"], "max_failures": 2}
+    facts.update(num_workers=2, use_gpu=False)
+    good = {**facts, "path": str(_fake_run(tmp_path, [1, 2]))}
+    _judge(good, tmp_path)
+    cases = {
+        "não devolveu checkpoint": {"has_checkpoint": False, "metrics": None},
+        "incompletas": {"metrics": ["loss"]},
+        "num_workers=4": {"num_workers": 4},
+        "FailureConfig": {"max_failures": 0},
+        "fora de": {"path": str(_fake_run(tmp_path.parent / f"fora-{time.time_ns()}", [1, 2]))},
+        r"épocas \[2\]": {"path": str(_fake_run(tmp_path, [2]))},  # num_to_keep=1
+        "esperado 2": {"path": str(_fake_run(tmp_path, [1, 2], workers=1))},
+        "model.keras": {"path": str(_fake_run(tmp_path, [1, 2], model=False))},
+    }
+    for message, change in cases.items():
+        with pytest.raises(checks.CheckFailed, match=message):
+            _judge({**good, **change}, tmp_path)
+    with pytest.raises(checks.TodoNotDone, match="TODO 4"):
+        checks.run_facts(trainer, ...)
+    with pytest.raises(checks.CheckFailed, match="TensorflowTrainer"):
+        checks.run_facts({"num_workers": 2}, SimpleNamespace(path="x", checkpoint=None))
+
+
+def test_the_training_check_names_an_unfinished_training_function():
+    """O trainer montado com a função ainda no TODO 3: a verificação do TODO 4 diz para terminá-la."""
+    ns = _answers('def train_loop_per_worker(config):\n    checks.todo(3, "a função")')
+    trainer = TensorflowTrainer(ns["train_loop_per_worker"], train_loop_config=CONFIG)
+    with pytest.raises(checks.TodoNotDone, match="^Termine o TODO 3 primeiro"):
+        checks.check_training_run(trainer, None, PLAN, CONFIG)
+
+
+# ---------------------------------------------------------------- TODO 5: a acurácia
+def test_check_accuracy(capsys):
+    checks.check_accuracy(0.2)
+    with pytest.raises(checks.CheckFailed, match="acaso"):
+        checks.check_accuracy(0.005)
+    with pytest.raises(checks.CheckFailed, match="a perda no lugar"):
+        checks.check_accuracy(4.6)
+    with pytest.raises(checks.TodoNotDone):
+        checks.check_accuracy(...)
+    checks.check_accuracy(0.005, is_mock=True)  # dados aleatórios: só informa
+    assert "SIMULADOS" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------- as fatias, como no worker
-
-
 def _worker_epoch(worker_datasets, num_workers: int, index: int, total: int) -> tuple[list, list]:
-    """Os números vistos numa época pelo worker ``index``, montando os dados como o
-    ``train_epochs`` da solução: validação separada do treino, depois ``worker_datasets``."""
+    """Os números vistos numa época pelo worker ``index``, montando os dados como a função de
+    treino da solução: validação separada do treino, depois ``worker_datasets``."""
     from labutils.multiworker.checks import _as_the_strategy_sees_it
 
     train, val = split_validation(_numbered(0, total), total)
@@ -384,14 +530,12 @@ def _shards_cover_once(num_workers: int, worker_datasets) -> None:
 
 @pytest.mark.parametrize("num_workers", [2, 3])
 def test_worker_shards_are_disjoint_and_cover_train_and_validation_once(num_workers):
-    _shards_cover_once(num_workers, _solution()["worker_datasets"])
+    _shards_cover_once(num_workers, _answers()["worker_datasets"])
 
 
 @pytest.mark.parametrize(
-    "swaps", [[NO_SHARD, DATA_POLICY], [NO_SHARD]], ids=["código antigo (DATA)", "sem fatiar"]
+    "snippet", [DATA_NO_SHARD, DATA_DOUBLE_SHARD], ids=["sem fatiar", "fatia dupla"]
 )
-def test_the_shard_test_fails_if_the_fix_is_reverted(swaps):
-    """Desfeita a correção, o mesmo teste das fatias falha (sobreposição ou buracos)."""
-    worker_datasets = _solution(*swaps)["worker_datasets"]
+def test_the_shard_test_fails_if_the_fix_is_reverted(snippet):
     with pytest.raises(AssertionError, match="uma vez só"):
-        _shards_cover_once(2, worker_datasets)
+        _shards_cover_once(2, _answers(snippet)["worker_datasets"])
