@@ -15,7 +15,6 @@ from ray import tune
 
 from labutils import tuning
 from labutils.lesson02 import fit_and_score
-from tools.bench import search_runs
 from tools.lesson_code import load
 
 GRID = [(20, 6), (15, 4), (10, 2)]  # mais caras primeiro
@@ -38,12 +37,12 @@ def local(data):
 
 
 def test_valid_spaces_pass():
-    assert tuning.validate_space(search_runs.grid_space(GRID))
+    pairs = [{"n_estimators": n, "max_depth": d} for n, d in GRID]
+    assert tuning.validate_space({"floresta": tune.grid_search(pairs)})
     assert tuning.validate_space(
         {"max_depth": tune.grid_search([2, 8]), "n_estimators": 20, "passo": 5}
     )
     assert tuning.validate_space({"max_depth": tune.randint(1, 10), "n_estimators": 5})
-    assert search_runs.forest_params({"floresta": {"n_estimators": 3, "max_depth": 2}}) == (3, 2)
 
 
 @pytest.mark.parametrize(
@@ -62,9 +61,9 @@ def test_valid_spaces_pass():
 )
 def test_bad_spaces_fail_fast_in_portuguese(space, fragment, tmp_path):
     with pytest.raises(ValueError, match=fragment):
-        search_runs.run_tuner(
-            search_runs.forest_trainable, space, (), name="ruim", storage=tmp_path
-        )
+        lesson = load("03_ray_tune_joblib")
+        lesson.dados, lesson.NUCLEOS, lesson.PASTA_TUNE = (), 1, str(tmp_path)
+        lesson.roda_tuner(lesson.treino_floresta, space, "ruim", 1)
     assert not (tmp_path / "ruim").exists(), "nenhum trial deveria ter começado"
 
 
@@ -80,7 +79,7 @@ def test_grow_forest_ends_at_the_whole_forest(data):
 
 
 def test_grid_search_cv_local_matches_the_loop(data, local):
-    rows = tuning.cv_rows(search_runs.grid_search_cv(GRID, data, n_jobs=1))
+    rows = tuning.cv_rows(load("03_ray_tune_joblib").busca_gridsearchcv(GRID, data, n_jobs=1))
     assert [r[:2] for r in rows] == GRID
     assert tuning.search_difference(rows, local) is None
 
