@@ -31,7 +31,11 @@ os.environ.setdefault("TFDS_DISABLE_PROGRESS_BAR", "1")
 
 
 #: os arquivos mais longos do ``make test`` (docs/tempos_do_make_test.md), do maior ao menor
-LONGEST = ("tests/test_grade.py", "tests/test_bench.py", "tests/test_classroom_machines.py")
+LONGEST = (
+    "tests/test_grade.py",
+    "tests/test_classroom_machines.py",
+    "notebooks/06_inferencia_em_lote.ipynb",
+)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,4 +1,4 @@
-"""Lição 02, o que não é o assunto dela: a grade, a divisão treino/validação/teste, os CSVs dos
+"""Lição 02, o que não é o assunto dela: a divisão treino/validação/teste, os CSVs dos
 resultados e a espera das tarefas com uma barra de progresso. O assunto (o treino de uma
 configuração, o limite do speedup, a ordem das tarefas) está nas células ``# @save`` da lição, que
 ``make lesson-code`` publica em :mod:`labutils.lesson02`.
@@ -11,53 +11,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from labutils.config import results_dir
 
 #: a semente de toda floresta das lições 02 e 03 (e da divisão dos dados)
 RANDOM_STATE = 42
-
-
-# ---------------------------------------------------------------- a grade
-def validate_grid(grid: Iterable[Any]) -> list[tuple[int, int]]:
-    """Confere a grade ``[(n_estimators, max_depth), ...]`` (não vazia, pares de inteiros
-    positivos) e a devolve como lista de tuplas; senão ``ValueError`` em português. Chame antes
-    de enviar qualquer tarefa."""
-    if grid is None or isinstance(grid, str | bytes):
-        raise ValueError(
-            f"A grade de hiperparâmetros deve ser uma lista de pares (n_estimators, max_depth), "
-            f"recebi {grid!r}."
-        )
-    items = list(grid)
-    if not items:
-        raise ValueError(
-            "A grade de hiperparâmetros está vazia: informe ao menos um par "
-            "(n_estimators, max_depth), por exemplo [(100, 10)]."
-        )
-    checked: list[tuple[int, int]] = []
-    for pos, item in enumerate(items):
-        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:
-            raise ValueError(
-                f"Item {pos} da grade ({item!r}) não é um par (n_estimators, max_depth): "
-                "use tuplas de dois inteiros, como (100, 10)."
-            )
-        for name, value in zip(("n_estimators", "max_depth"), item, strict=True):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise ValueError(
-                    f"Item {pos} da grade {tuple(item)!r}: {name} deve ser um número inteiro, "
-                    f"recebi {value!r} ({type(value).__name__})."
-                )
-            if value <= 0:
-                raise ValueError(
-                    f"Item {pos} da grade {tuple(item)!r}: {name} deve ser positivo (≥ 1), "
-                    f"recebi {value}."
-                )
-        checked.append((int(item[0]), int(item[1])))
-    return checked
-
-
-# A cópia da célula ``# @save`` da seção 9a da lição 02 (``tools/lesson_code.COPIES``).
 
 
 # ---------------------------------------------------------------- os dados

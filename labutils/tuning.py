@@ -1,5 +1,5 @@
 """Lição 03: o que não é o assunto dela (o ``Tuner`` e o ``GridSearchCV`` estão nas células):
-conferir o espaço do Tune, tabelas e conferências entre buscas.
+tabelas e conferências entre buscas.
 """
 
 from __future__ import annotations
@@ -8,10 +8,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from labutils.lesson02 import speedup_bound
-from labutils.search import validate_grid
 
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
 logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
@@ -21,77 +18,7 @@ PAIR_KEY = "floresta"
 FOREST_KEYS = ("n_estimators", "max_depth")
 
 
-# ---------------------------------------------------------------- o espaço de busca
-def _possible_values(key: str, spec: Any) -> list[Any]:
-    """Os valores que um item do espaço pode assumir (os extremos, num ``randint``)."""
-    from ray.tune.search.sample import Categorical, Domain, Integer
-
-    if isinstance(spec, Mapping) and set(spec) == {"grid_search"}:
-        return list(spec["grid_search"])
-    if isinstance(spec, Categorical):
-        return list(spec.categories)
-    if isinstance(spec, Integer):  # randint/lograndint: o limite superior fica de fora
-        return [spec.lower, spec.upper - 1]
-    if isinstance(spec, Domain):
-        raise ValueError(
-            f"O item {key!r} do espaço de busca sorteia valores não inteiros ({type(spec).__name__}):"
-            " use tune.grid_search, tune.choice ou tune.randint para parâmetros da floresta."
-        )
-    return [spec]
-
-
-def validate_space(space: Mapping[str, Any]) -> dict[str, Any]:
-    """Confere que todo ponto do espaço (pares em ``floresta``, ou ``n_estimators``,
-    ``max_depth`` e ``passo``) dá uma floresta válida, senão ``ValueError``. Rode antes do
-    ``Tuner``: o erro aparece em milissegundos, não num trial que falha dentro de um worker."""
-    if not isinstance(space, Mapping) or not space:
-        raise ValueError(
-            "O espaço de busca deve ser um dict não vazio, como "
-            "{'max_depth': tune.grid_search([4, 8]), 'n_estimators': 100}."
-        )
-    for key, spec in space.items():
-        values = _possible_values(key, spec)
-        if not values:
-            raise ValueError(f"O item {key!r} do espaço de busca não tem nenhum valor.")
-        if key == PAIR_KEY:
-            validate_grid([(v.get("n_estimators"), v.get("max_depth")) for v in values])
-        elif key in (*FOREST_KEYS, "passo"):
-            for value in values:
-                if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                    raise ValueError(
-                        f"Espaço de busca: {key} deve ser um inteiro positivo (≥ 1) em todos os "
-                        f"pontos, mas pode valer {value!r}. Nenhum trial foi iniciado."
-                    )
-    if "passo" in space and "n_estimators" in space:
-        if max(_possible_values("passo", space["passo"])) > min(
-            _possible_values("n_estimators", space["n_estimators"])
-        ):
-            raise ValueError("Espaço de busca: o passo não pode ser maior que n_estimators.")
-    return dict(space)
-
-
-# ---------------------------------------------------------------- os trials e o Tuner
-def progress_callback(total: int, desc: str) -> Any:
-    """Um ``tune.Callback`` com uma barra ``tqdm`` por trial terminado, no lugar das tabelas do
-    Tune (``RunConfig(callbacks=[...], verbose=0)``)."""
-    from ray import tune
-    from tqdm import tqdm
-
-    class Progress(tune.Callback):
-        def setup(self, **info):
-            self.bar = tqdm(total=total, desc=desc, unit="trial")
-
-        def on_trial_complete(self, iteration, trials, trial, **info):
-            self.bar.update(1)
-
-        on_trial_error = on_trial_complete
-
-        def on_experiment_end(self, trials, **info):
-            self.bar.close()
-
-    return Progress()
-
-
+# ---------------------------------------------------------------- os trials
 def first_trial_delay(result_grid: Any, fit_started: float) -> float:
     """Segundos entre chamar ``Tuner.fit()`` (``fit_started``, um ``time.time()``) e o início do
     1º trial (a métrica ``inicio``): o custo fixo do Tune antes de treinar qualquer coisa."""

@@ -2,16 +2,19 @@
 
 Duas correções pela linha de comando, escala ``smoke``, divididas pelos testes deste módulo:
 
-- a de uma pasta com o notebook do aluno intacto e um arquivo que não é JSON, como o instrutor a
-  roda (sem ``--all-cells``: os exemplos e as seções opcionais não rodam);
-- a de uma cópia da solução com UM erro conhecido (``from_logits=True`` depois da softmax, que só
-  a verificação do TODO 2 pega; e a célula dessa verificação apagada, o que não adianta), com
-  ``--all-cells``: roda inteira, exemplos e seções opcionais incluídos. É a execução da solução no
-  ``make test`` (o nbval não a roda de novo, ``notebooks/conftest.py``): a cópia só difere da
-  solução nessas duas células, e as outras verificações passam nela.
+- a de uma pasta com o notebook do aluno intacto mais TODAS as formas de calar a correção (uma
+  célula acrescentada que troca as verificações por nada; uma célula de resposta que também as
+  troca; uma resposta que, ao rodar, troca o código de outra verificação; decoradores e valores
+  padrão que chamam código; células de verificação editadas) e um arquivo que não é JSON, como o
+  instrutor a roda (sem ``--all-cells``): nenhuma verificação passa;
+- a de uma cópia da solução com UM erro no TODO 5 (a perda no lugar da acurácia), com
+  ``--all-cells``: roda inteira, exemplos e seções opcionais incluídos, e só a verificação do
+  TODO 5 falha. É a execução da solução no ``make test`` (o nbval não a roda de novo,
+  ``notebooks/conftest.py``).
 
-Os notebooks que travam ou derrubam o kernel são notebooks mínimos, corrigidos à parte com
-limites curtos.
+Que o notebook do aluno intacto para no TODO 1 com a mensagem amigável é conferido rodando-o
+direto, como o aluno. Os notebooks que travam ou derrubam o kernel são notebooks mínimos,
+corrigidos à parte com limites curtos.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,13 +39,67 @@ LABELS = [tag[len(grade.CHECK_TAG) :] for tag in CHECKS]
 GRADE_TIMEOUT_S = 900
 
 
+#: a resposta do TODO 5 com um erro: a perda no lugar da acurácia (evaluate devolve [perda, acc])
+TODO5_MISTAKE = """
+cifar = load_cifar100()
+_, test_ds = get_data(cifar.train, cifar.test, global_batch=size.batch_per_replica)
+with result.checkpoint.as_directory() as checkpoint_dir:
+    model = tf.keras.models.load_model(os.path.join(checkpoint_dir, "model.keras"))
+test_accuracy, test_loss = model.evaluate(test_ds, verbose=0)
+"""
+
+#: troca toda verificação (e o que a correção lê do kernel) por nada
+NOOP_CHECKS = """
+from labutils.multiworker import checks
+for _name in dir(checks):
+    if _name.startswith(("check_", "judge_", "run_")):
+        setattr(checks, _name, lambda *a, **k: print("✅ tudo certo"))
+"""
+#: uma resposta que, ao ser chamada, troca o código das verificações seguintes
+BODY_PATCH = """
+def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
+    from labutils.multiworker import checks
+    for check in (checks.check_build_model, checks.check_training_function):
+        check.__code__ = (lambda *a, **k: None).__code__
+    return checks.todo(1, "fatie")
+"""
+#: definições cuja criação roda código (o valor padrão, o decorador, o corpo da classe)
+DEF_TIME_PATCH = """
+def build_model(strategy, num_classes, _=exec(NOOP)):
+    return checks.todo(2, "o modelo")
+
+
+@(lambda f: exec(NOOP) or f)
+def resume(checkpoint, strategy):
+    return checks.todo(3, "a retomada")
+
+
+class Sneaky:
+    exec(NOOP)
+"""
+CLASS_OK = (
+    "class Ok(object):\n    'doc'\n    K = 1\n\n    def m(self):\n        return exec('no corpo')"
+)
+
+
+def _attacks(target: Path) -> None:
+    """O notebook do aluno intacto com todas as formas de calar a correção."""
+    nb = nbformat.read(STUDENT, as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(NOOP_CHECKS))  # uma célula acrescentada
+    for cell in nb.cells:
+        if "def worker_datasets(" in cell.source:
+            cell.source = BODY_PATCH + NOOP_CHECKS  # a resposta que também troca as verificações
+        elif "def build_model(" in cell.source:
+            cell.source = f"NOOP = {NOOP_CHECKS!r}\n" + DEF_TIME_PATCH
+        elif any(t.startswith(grade.CHECK_TAG) for t in cell.metadata.get("tags", [])):
+            cell.source = 'print("✅ passou")'  # a verificação editada
+    nbformat.write(nb, target)
+
+
 def _with_mistake(target: Path) -> None:
     nb = nbformat.read(SOLUTION, as_version=4)
-    cell = next(c for c in nb.cells if "def build_model(" in c.source)
-    assert "from_logits=False" in cell.source
-    cell.source = cell.source.replace("from_logits=False", "from_logits=True")
-    check = next(c for c in nb.cells if "check-2-modelo" in c.metadata.get("tags", []))
-    check.source = "pass  # a verificação apagada não vale: a correção usa a da solução"
+    cell = next(c for c in nb.cells if "test_accuracy =" in c.source and "# BEGIN" in c.source)
+    cell.source = TODO5_MISTAKE.strip()
     nbformat.write(nb, target)
 
 
@@ -66,14 +122,14 @@ def _grade_cli(folder: Path, *extra: str) -> dict[str, dict[str, str]]:
 def graded(tmp_path_factory):
     """A pasta das entregas corrigida pela linha de comando, como o instrutor faz."""
     folder = tmp_path_factory.mktemp("entregas")
-    shutil.copy(STUDENT, folder / "bruno_intacto.ipynb")
+    _attacks(folder / "bruno_ataques.ipynb")
     (folder / "davi_quebrado.ipynb").write_text('{"cells": [', encoding="utf-8")
     return folder, _grade_cli(folder)
 
 
 @pytest.fixture(scope="module")
 def mistake_graded(tmp_path_factory):
-    """A cópia da solução com um erro, corrigida com ``--all-cells``: roda inteira."""
+    """A cópia da solução com um erro no TODO 5, corrigida com ``--all-cells``: roda inteira."""
     folder = tmp_path_factory.mktemp("um_erro")
     _with_mistake(folder / "carla_um_erro.ipynb")
     return folder, _grade_cli(folder, "--all-cells")
@@ -100,20 +156,28 @@ def test_one_row_per_file_with_one_column_per_check_and_a_total(graded):
     assert sorted(rows) == sorted(p.name for p in folder.glob("*.ipynb"))
     header = next(csv.reader(open(folder / "grades.csv", encoding="utf-8")))
     assert header == ["arquivo", *LABELS, "total", "motivo"]
-    assert len(LABELS) == 6, LABELS
+    assert len(LABELS) == 5, LABELS
     report = (folder / "grades.md").read_text(encoding="utf-8")
     assert all(name in report for name in rows) and "| total |" in report
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(GRADE_TIMEOUT_S + 60)
-def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
+def test_no_student_cell_can_silence_the_grading(graded):
+    """O notebook do aluno intacto mais todas as formas de trocar as verificações: nenhuma passa
+    (com o grader antigo, só a célula acrescentada já dava 6/6)."""
     folder, rows = graded
-    row = rows["bruno_intacto.ipynb"]
-    assert [row[label] for label in LABELS] == [grade.NOT_DONE] * len(LABELS), row
-    assert row["total"] == f"0/{len(LABELS)}" and not row["motivo"]
-    executed = nbformat.read(folder / grade.OUTPUT_DIR / "bruno_intacto.ipynb", as_version=4)
-    # sem --all-cells, os exemplos (antes do TODO 1) e as seções opcionais não rodam: não valem nota
+    row = rows["bruno_ataques.ipynb"]
+    assert not [label for label in LABELS if row[label] == grade.PASSED], row
+    assert row["total"] == f"0/{len(LABELS)}", row
+    # a resposta do TODO 1 roda nos TODOs 1 e 3 e troca o código das outras: não as alcança
+    assert row["1-dados"] == row["3-funcao-de-treino"] == grade.NOT_DONE, row
+    assert row["2-modelo"].startswith("falhou: Não encontrei a função build_model"), row
+    executed = nbformat.read(folder / grade.OUTPUT_DIR / "bruno_ataques.ipynb", as_version=4)
+    checks_shown = [c for c in executed.cells if set(c.metadata.get("tags", [])) & set(CHECKS)]
+    assert [c.source for c in checks_shown] == list(CHECKS.values())  # as da solução, de volta
+    assert all(c.outputs[0]["text"].startswith("[correção] ") for c in checks_shown)
+    # sem --all-cells, os exemplos e as seções opcionais não rodam: não valem nota
     skipped = [
         c
         for c in executed.cells
@@ -121,10 +185,26 @@ def test_the_untouched_student_notebook_scores_none_and_stops_kindly(graded):
     ]
     assert {"exemplo", "opcional"} <= {t for c in skipped for t in c.metadata.tags}
     assert not any(c.execution_count or c.outputs for c in skipped)
-    # a 1ª célula com erro é a verificação do TODO 1, sem traceback
-    failed = _error_cells(executed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_untouched_student_notebook_stops_at_todo_1_kindly(tmp_path):
+    """Rodado como o aluno o roda, o notebook intacto para na verificação do TODO 1, com a
+    mensagem amigável e sem traceback (o exemplo da seção 3 fica de fora: não muda nada aqui)."""
+    from nbclient.exceptions import CellExecutionError
+
+    from tools.run_notebooks import execute
+
+    nb = nbformat.read(STUDENT, as_version=4)
+    env = {**os.environ, "LABUTILS_SCALE": "smoke", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["LABUTILS_RESULTS_DIR"] = str(tmp_path / "results")
+    env.pop("RAY_ADDRESS", None)
+    with pytest.raises(CellExecutionError):
+        execute(nb, cwd=tmp_path, env=env, timeout=240, skip={"exemplo"})
+    failed = _error_cells(nb)
+    assert len(failed) == 1 and "check-1-dados" in failed[0].metadata.get("tags", []), _errors(nb)
     first = next(o for o in failed[0].outputs if o.output_type == "error")
-    assert "check-1-dados" in failed[0].metadata.get("tags", []), failed[0].source
     assert first.ename == "TodoNotDone" and first.evalue.startswith("TODO 1 ainda não terminado")
     shown = "\n".join(first.traceback)
     assert "Traceback" not in shown and len(first.traceback) <= 3, shown
@@ -137,15 +217,15 @@ def test_a_copy_with_one_known_mistake_fails_exactly_that_check_and_runs_whole(m
     assert sorted(rows) == ["carla_um_erro.ipynb"]
     row = rows["carla_um_erro.ipynb"]
     failed = {label: row[label] for label in LABELS if row[label] != grade.PASSED}
-    assert list(failed) == ["2-modelo"], row
-    assert failed["2-modelo"].startswith("falhou:") and "from_logits=True" in failed["2-modelo"]
+    assert list(failed) == ["5-acuracia"], row
+    assert "a perda no lugar dela" in failed["5-acuracia"], failed
     assert row["total"] == f"{len(LABELS) - 1}/{len(LABELS)}" and not row["motivo"]
     executed = nbformat.read(folder / grade.OUTPUT_DIR / "carla_um_erro.ipynb", as_version=4)
     code = [c for c in executed.cells if c.cell_type == "code"]
-    assert all(c.execution_count for c in code), "com --all-cells, toda célula roda"
+    ran = [c for c in code if not set(c.metadata.get("tags", [])) & set(CHECKS)]
+    assert all(c.execution_count for c in ran), "com --all-cells, toda célula roda"
     assert {"exemplo", "opcional"} <= {t for c in code for t in c.metadata.get("tags", [])}
-    tags = [c.metadata.get("tags") for c in _error_cells(executed)]
-    assert tags == [["check-2-modelo"]], _errors(executed)
+    assert not _error_cells(executed), _errors(executed)
 
 
 @pytest.mark.slow
@@ -154,6 +234,30 @@ def test_a_file_that_is_not_json_gets_its_row_with_the_reason(graded):
     row = graded[1]["davi_quebrado.ipynb"]
     assert row["motivo"].startswith("notebook inválido"), row
     assert row["total"] == f"0/{len(LABELS)}"
+
+
+def test_only_imports_definitions_and_literals_reach_the_judge():
+    """O que entra no processo do julgamento: de cada célula, só os ``import``, as definições
+    cuja criação não roda código e as constantes literais."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import os\nfrom json import dumps\nN = 3\nNAMES = ('a', 'b')"),
+        nbformat.v4.new_code_cell(BODY_PATCH + NOOP_CHECKS),
+        nbformat.v4.new_code_cell(f"NOOP = {NOOP_CHECKS!r}\n" + DEF_TIME_PATCH),
+        nbformat.v4.new_code_cell(
+            "def f(x: exec('1') = 1, *, y=os.sep) -> exec('2'):\n    return x"
+        ),
+        nbformat.v4.new_code_cell("%%time\nexec('mágica')"),
+        nbformat.v4.new_code_cell("checks.check_x(1)", metadata={"tags": ["check-1-dados"]}),
+        nbformat.v4.new_code_cell(CLASS_OK),
+    ]
+    source = grade.answers_source(nb)
+    ns: dict = {}
+    exec(compile(source, "<respostas>", "exec"), ns)
+    assert {"os", "dumps", "N", "NAMES", "worker_datasets", "NOOP", "f", "Ok"} <= set(ns)
+    assert not {"build_model", "resume", "Sneaky", "_name"} & set(ns)
+    assert "mágica" not in source and "check_x" not in source
+    assert ns["f"].__annotations__ == {} and ns["f"](2) == 2
 
 
 def _tiny(folder: Path, name: str, *sources: str) -> Path:
@@ -185,10 +289,13 @@ def test_a_notebook_that_hangs_or_kills_its_kernel_gets_its_row_and_nothing_is_s
     nb.cells[-1].metadata["tags"] = []  # a célula de verificação perdeu a etiqueta
     nbformat.write(nb, missing)
     row = grade.grade_notebook(missing, checks, scale="smoke", timeout_s=60, out_dir=out)
-    assert row["check-1-dados"] == "falhou: célula de verificação não encontrada", row
+    # a nota não depende da célula de verificação (é a da solução), mas a falta dela é anotada
+    assert "check-1-dados apagada" in row["motivo"], row
+    assert row["check-1-dados"].startswith("falhou: Não encontrei a função worker_datasets"), row
     assert rows["trava.ipynb"]["motivo"].startswith("passou do limite de 10 s"), rows
     assert rows["cai.ipynb"]["motivo"].startswith("o kernel morreu"), rows
-    assert all(row["check-1-dados"] == grade.NOT_RUN for row in rows.values())
+    # as respostas são julgadas fora do kernel, mesmo quando ele trava ou morre
+    assert all(row["check-1-dados"].startswith("falhou: Não encontrei") for row in rows.values())
     seen = []
     for name in rows:
         cell = nbformat.read(out / name, as_version=4).cells[0]
@@ -208,14 +315,7 @@ def test_cli_refuses_a_folder_without_notebooks(tmp_path, capsys):
 
 
 def test_the_checks_come_from_the_solution_in_notebook_order():
-    assert LABELS == [
-        "1-dados",
-        "2-modelo",
-        "3-funcao-de-treino",
-        "4-trainer",
-        "5-treino",
-        "6-acuracia",
-    ]
+    assert LABELS == ["1-dados", "2-modelo", "3-funcao-de-treino", "4-treino", "5-acuracia"]
     assert all(source.startswith("checks.check_") for source in CHECKS.values())
     assert json.dumps(CHECKS)  # texto simples, gravável
     assert os.path.basename(grade.SOLUTION) == SOLUTION.name

@@ -19,7 +19,7 @@ from labutils.lesson02 import (
     most_expensive_first,
     speedup_bound,
 )
-from labutils.search import RESULT_COLUMNS, gather_with_progress, save_results, validate_grid
+from labutils.search import RESULT_COLUMNS, gather_with_progress, save_results
 from tools.lesson_code import load
 
 # a floresta em blocos de árvores: escrita nas células # @save da lição 02
@@ -45,40 +45,6 @@ def data():
     X = rng.normal(size=(300, 5))
     y = X[:, 0] * 2 + np.sin(X[:, 1] * 3) + rng.normal(scale=0.1, size=300)
     return X[:240], y[:240], X[240:], y[240:]
-
-
-# ---------------------------------------------------------------- validate_grid
-
-
-def test_validate_grid_accepts_and_normalizes():
-    assert validate_grid(SEED_GRID) == SEED_GRID
-    out = validate_grid(((np.int64(10), 4), [20, np.int32(6)]))
-    assert out == [(10, 4), (20, 6)]
-    assert all(type(v) is int for pair in out for v in pair)
-
-
-@pytest.mark.parametrize(
-    ("grid", "fragment"),
-    [
-        ([], "vazia"),
-        ((), "vazia"),
-        (None, "lista de pares"),
-        ("100,10", "lista de pares"),
-        ([(0, 10)], "n_estimators deve ser positivo"),
-        ([(100, 10), (-5, 10)], "Item 1"),
-        ([(100, 0)], "max_depth deve ser positivo"),
-        ([(100,)], "não é um par"),
-        ([(100, 10, 3)], "não é um par"),
-        ([100], "não é um par"),
-        (["ab"], "não é um par"),
-        ([(100.0, 10)], "n_estimators deve ser um número inteiro"),
-        ([(100, "10")], "max_depth deve ser um número inteiro"),
-        ([(True, 10)], "inteiro"),
-    ],
-)
-def test_validate_grid_rejects_bad_grids(grid, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        validate_grid(grid)
 
 
 # ---------------------------------------------------------------- fit_and_score

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ray import tune
 
 from labutils import tuning
 from labutils.lesson02 import fit_and_score
@@ -31,40 +30,6 @@ def data():
 @pytest.fixture(scope="module")
 def local(data):
     return [fit_and_score(n, d, *data) for n, d in GRID]
-
-
-# ---------------------------------------------------------------- o espaço, sem Ray
-
-
-def test_valid_spaces_pass():
-    pairs = [{"n_estimators": n, "max_depth": d} for n, d in GRID]
-    assert tuning.validate_space({"floresta": tune.grid_search(pairs)})
-    assert tuning.validate_space(
-        {"max_depth": tune.grid_search([2, 8]), "n_estimators": 20, "passo": 5}
-    )
-    assert tuning.validate_space({"max_depth": tune.randint(1, 10), "n_estimators": 5})
-
-
-@pytest.mark.parametrize(
-    ("space", "fragment"),
-    [
-        ({}, "dict não vazio"),
-        ({"max_depth": tune.grid_search([4, 0]), "n_estimators": 10}, "max_depth deve ser"),
-        ({"max_depth": tune.randint(0, 10)}, "pode valer 0"),
-        ({"n_estimators": tune.choice([10, -5])}, "n_estimators deve ser"),
-        ({"n_estimators": 10, "max_depth": 2.5}, "max_depth deve ser"),
-        ({"max_depth": tune.uniform(1, 10)}, "não inteiros"),
-        ({"max_depth": tune.grid_search([])}, "nenhum valor"),
-        ({"n_estimators": 10, "max_depth": 2, "passo": 20}, "passo"),
-        ({"floresta": tune.grid_search([{"n_estimators": 10, "max_depth": 0}])}, "positivo"),
-    ],
-)
-def test_bad_spaces_fail_fast_in_portuguese(space, fragment, tmp_path):
-    with pytest.raises(ValueError, match=fragment):
-        lesson = load("03_ray_tune_joblib")
-        lesson.dados, lesson.NUCLEOS, lesson.PASTA_TUNE = (), 1, str(tmp_path)
-        lesson.roda_tuner(lesson.treino_floresta, space, "ruim", 1)
-    assert not (tmp_path / "ruim").exists(), "nenhum trial deveria ter começado"
 
 
 def test_grow_forest_ends_at_the_whole_forest(data):

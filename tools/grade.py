@@ -1,31 +1,43 @@
-"""Corrige uma turma: roda cada notebook entregue da lição 07 e anota as autoverificações.
+"""Corrige uma turma: roda cada notebook entregue da lição 07 e julga cada TODO com as
+verificações de referência, fora do kernel do aluno.
 
 Ferramenta do instrutor (fora do pacote ``labutils``, que os alunos importam)::
 
     python tools/grade.py PASTA_DAS_ENTREGAS [--scale smoke|full] [--timeout S]
     make grade DIR=PASTA_DAS_ENTREGAS
 
-Cada ``*.ipynb`` da pasta roda num kernel **novo**, com o seu próprio Ray (o notebook inicia um
-Ray local: ``RAY_ADDRESS`` é tirada do ambiente) e a sua pasta de resultados e checkpoints
-(temporária, apagada no fim), com um limite de tempo para o notebook inteiro. Terminado (ou
-estourado o limite), o kernel e tudo o que ele iniciou (o Ray) são encerrados antes do próximo.
+Para cada ``*.ipynb`` da pasta:
 
-As verificações são as células com a etiqueta ``check-...`` da solução; o código delas vem da
-solução (o aluno não pode trocá-lo). As células de exemplo e opcionais (etiquetas ``exemplo`` e
-``opcional``) não rodam: não valem nota. Com ``--all-cells`` elas rodam também (sem nota): é como o
-instrutor confere a solução inteira nas máquinas da sala antes da aula, e como o teste roda a
-solução (``tests/test_grade.py``). Na pasta ficam ``grades.csv`` e ``grades.md`` (uma linha
-por arquivo, uma coluna por verificação, ``total`` = quantas passaram, ``motivo`` quando o
-notebook não terminou: travou, o kernel morreu, o JSON é inválido) e, em ``_correcao/``, a cópia
-executada de cada notebook, para ler as saídas.
+1. **o treino**: o notebook roda num kernel novo, com o seu próprio Ray (``RAY_ADDRESS`` é tirada
+   do ambiente), numa pasta de trabalho e com uma pasta de checkpoints (``LABUTILS_TRAIN_STORAGE``)
+   só da correção, com limite de tempo. As células de verificação não rodam ali (de nada valeria:
+   o aluno pode tê-las editado ou trocado as funções que elas chamam); nem os exemplos e as seções
+   opcionais (etiquetas ``exemplo``, ``opcional``), exceto com ``--all-cells``. Uma célula da
+   correção, no fim, anota o que o treino devolveu (``run_facts``) e a ``test_accuracy``.
+2. **os TODOs 1–3**, cada um num processo novo (:func:`judge`): as verificações de referência são
+   importadas e guardadas ANTES de qualquer código do aluno; das células do aluno entram só os
+   ``import``, as definições de funções e classes e as constantes literais
+   (:func:`answers_source`); nenhuma outra linha de nível superior roda. Uma célula que troca as
+   verificações, em qualquer lugar do notebook, não chega lá.
+3. **os TODOs 4 e 5**, num processo sem código do aluno: os checkpoints que ficaram na pasta da
+   correção (uma época por checkpoint, os ``worker_<rank>.json``) e o ``model.keras`` do último,
+   avaliado aqui no teste; a ``test_accuracy`` do aluno tem de bater com essa medida.
+
+Na pasta ficam ``grades.csv`` e ``grades.md`` (uma linha por arquivo, uma coluna por
+verificação, ``total`` = quantas passaram, ``motivo`` quando o notebook não terminou) e, em
+``_correcao/``, a cópia executada de cada notebook, com o veredito de referência na saída de
+cada célula de verificação. O que a correção não impede está em ``docs/instrutor/licao_07.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +54,31 @@ CHECK_TAG = "check-"
 SKIP_TAGS = {"exemplo", "opcional"}
 PASSED, NOT_DONE, NOT_RUN = "passou", "não terminado", "não avaliado"
 OUTPUT_DIR = "_correcao"
+#: limite (s) de cada processo de julgamento (o do TODO 3 roda 2 × 2 processos de treino)
+JUDGE_TIMEOUT_S = 600
+#: o que cada TODO julga fora do kernel: o nome definido pelo aluno que a verificação recebe
+ANSWER_NAMES = {"1": "worker_datasets", "2": "build_model", "3": "train_loop_per_worker"}
+#: a célula que a correção acrescenta ao fim do notebook: anota o que o treino devolveu
+FACTS_CELL = """
+def _grader_facts(path):
+    import json
+    from labutils.multiworker import checks
+    facts = {}
+    try:
+        facts["run"] = checks.run_facts(trainer, result)  # noqa: F821
+        facts["plan_use_gpu"] = bool(plan.use_gpu)  # noqa: F821
+    except BaseException as err:
+        facts["run_error"] = [type(err).__name__, str(err)]
+    try:
+        facts["accuracy"] = None if test_accuracy is ... else float(test_accuracy)  # noqa: F821
+    except BaseException as err:
+        facts["accuracy_error"] = [type(err).__name__, str(err)]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(facts, f)
+
+
+_grader_facts(%r)
+"""
 
 
 def reference_checks(solution: Path = SOLUTION) -> dict[str, str]:
@@ -60,18 +97,6 @@ def _tags(cell: Any) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
-def _verdict(cell: Any) -> str:
-    """``passou``, ``não terminado`` ou ``falhou: mensagem`` de uma célula de verificação já rodada."""
-    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-    if not errors:
-        return PASSED
-    name, value = errors[0].get("ename", ""), errors[0].get("evalue", "")
-    if name == "TodoNotDone":
-        return NOT_DONE
-    first = " ".join(value.split())[:300]
-    return f"falhou: {first}" if name == "CheckFailed" else f"falhou: {name}: {first}"
-
-
 def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TF_CONFIG")}
     env.update(
@@ -83,6 +108,214 @@ def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     return env
 
 
+# ---------------------------------------------------------------- as respostas, sem executar o resto
+def _dotted(node: ast.AST) -> bool:
+    """``nome`` ou ``a.b.c``: avaliá-lo só lê nomes (sem chamar nada)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _literal(node: ast.AST | None) -> bool:
+    if node is None:
+        return True
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _safe_function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Uma definição cuja criação não roda código: decoradores e valores padrão só nomes ou
+    literais (as anotações são apagadas); o corpo só roda quando a verificação a chama."""
+    args = node.args
+    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    if not all(_dotted(d) for d in node.decorator_list):
+        return False
+    if not all(_literal(d) or _dotted(d) for d in defaults):
+        return False
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    node.returns = None
+    return True
+
+
+def _safe_class(node: ast.ClassDef) -> bool:
+    if node.keywords or not all(_dotted(b) for b in node.bases):
+        return False
+    if not all(_dotted(d) for d in node.decorator_list):
+        return False
+    return all(_safe_statement(stmt, in_class=True) for stmt in node.body)
+
+
+def _safe_statement(stmt: ast.stmt, in_class: bool = False) -> bool:
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return not in_class
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        return _safe_function(stmt)
+    if isinstance(stmt, ast.ClassDef):
+        return _safe_class(stmt)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and _literal(stmt.value)
+    if isinstance(stmt, ast.Pass):
+        return True
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)  # docstring
+
+
+def answers_source(nb: Any) -> str:
+    """O código das respostas do aluno: de cada célula de código (menos as de verificação), só os
+    ``import``, as definições de funções e classes e as constantes literais, na ordem do
+    notebook. Nada mais de nível superior entra: nem chamadas, nem atribuições calculadas, nem
+    decoradores ou valores padrão que chamem algo. Células com mágicas do IPython ou sintaxe
+    inválida ficam de fora."""
+    kept: list[ast.stmt] = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or any(t.startswith(CHECK_TAG) for t in _tags(cell)):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        kept += [stmt for stmt in tree.body if _safe_statement(stmt)]
+    return ast.unparse(ast.Module(body=kept, type_ignores=[]))
+
+
+# ---------------------------------------------------------------- o julgamento, fora do kernel
+def judge(what: str, answers: str, facts: dict[str, Any], scale: str) -> dict[str, str]:
+    """Julga ``what`` (``"1"``, ``"2"``, ``"3"`` ou ``"4,5"``) num processo NOVO:
+    ``{número: veredito}`` e a saída das verificações (para a cópia executada)."""
+    with tempfile.TemporaryDirectory(prefix="grade-judge-") as folder:
+        job = Path(folder) / "job.json"
+        out = Path(folder) / "verdict.json"
+        job.write_text(json.dumps({"what": what, "answers": answers, "facts": facts}))
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TF_CONFIG")}
+        env.update(LABUTILS_SCALE=scale, TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1")
+        numbers = what.split(",")
+        try:
+            run = subprocess.run(
+                [sys.executable, "-I", str(Path(__file__).resolve()), "--judge", str(job), str(out)],
+                cwd=folder, env=env, capture_output=True, text=True, timeout=JUDGE_TIMEOUT_S,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            why = f"falhou: a verificação passou de {JUDGE_TIMEOUT_S} s"
+            return {**{n: why for n in numbers}, "output": ""}
+        if not out.exists():
+            tail = " ".join((run.stderr or run.stdout).split()[-40:])
+            why = f"falhou: a verificação não terminou (código {run.returncode}): {tail[:300]}"
+            return {**{n: why for n in numbers}, "output": run.stdout[-3000:]}
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _judge_main(job_path: str, out_path: str) -> int:
+    """O processo de julgamento: liga as verificações de referência ANTES de carregar qualquer
+    código do aluno e guarda as referências delas aqui (trocar ``checks.check_x`` depois não as
+    alcança); depois define as respostas e julga. Um processo por TODO: o que a resposta de um
+    TODO fizer ao rodar não chega ao julgamento de outro."""
+    import contextlib
+    import io
+
+    from labutils.multiworker import use_legacy_keras
+
+    use_legacy_keras()
+    from labutils import config as lab_config
+    from labutils.multiworker import checks
+
+    reference = {
+        "1": checks.check_worker_datasets,
+        "2": checks.check_build_model,
+        "3": checks.check_training_function,
+        "run": checks.judge_run,
+        "accuracy": checks.judge_accuracy,
+        "chance": checks.check_accuracy,
+    }
+    todo_error, check_error = checks.TodoNotDone, checks.CheckFailed
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    size = lab_config.sizes()
+    verdicts: dict[str, str] = {}
+    printed = io.StringIO()
+
+    def verdict(number: str, run: Any) -> Any:
+        try:
+            with contextlib.redirect_stdout(printed):
+                value = run()
+        except todo_error as err:
+            verdicts[number] = NOT_DONE
+            printed.write(f"🚧 {err}\n")
+            return None
+        except check_error as err:
+            verdicts[number] = f"falhou: {' '.join(str(err).split())[:300]}"
+            printed.write(f"❌ {err}\n")
+            return None
+        except Exception as err:
+            verdicts[number] = f"falhou: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+            printed.write(f"❌ {type(err).__name__}: {err}\n")
+            return None
+        verdicts[number] = PASSED
+        return value
+
+    if job["what"] in ANSWER_NAMES:
+        number = job["what"]
+        namespace: dict[str, Any] = {"__name__": "__main__"}
+        try:
+            exec(compile(job["answers"], "<respostas do aluno>", "exec"), namespace)
+        except Exception as err:
+            namespace = {}
+            printed.write(f"❌ as respostas não carregaram: {type(err).__name__}: {err}\n")
+        answer = namespace.get(ANSWER_NAMES[number])
+
+        def run_check() -> None:
+            if answer is None:
+                raise check_error(f"Não encontrei a função {ANSWER_NAMES[number]} no notebook.")
+            if number == "3":
+                config = {"batch_per_worker": size.batch_per_replica, "epochs": 2}
+                reference["3"](answer, config)
+            else:
+                reference[number](answer)
+
+        verdict(number, run_check)
+    else:  # TODOs 4 e 5: o que ficou no disco, sem código do aluno
+        facts = job["facts"]
+
+        def run_training() -> Path:
+            if "run" not in facts:
+                name, message = facts.get("run_error") or ("", "a célula da correção não rodou")
+                if name == "TodoNotDone" or "is not defined" in message or not name:
+                    raise todo_error(f"TODO 4 sem resultado: {message}")
+                raise check_error(f"{name}: {message}")
+            return reference["run"](
+                facts["run"],
+                storage=os.environ["LABUTILS_TRAIN_STORAGE"],
+                num_workers=size.num_workers,
+                use_gpu=bool(facts.get("plan_use_gpu")),
+                batch_per_worker=size.batch_per_replica,
+                epochs=size.multiworker_epochs,
+            )
+
+        last = verdict("4", run_training)
+
+        def run_accuracy() -> None:
+            if facts.get("accuracy") is None:
+                raise todo_error("TODO 5 sem test_accuracy.")
+            if last is None:
+                raise check_error("Conserte o TODO 4 primeiro: sem o treino, não há o que medir.")
+            measured = reference["accuracy"](facts["accuracy"], last, size.batch_per_replica)
+            from labutils.data import load_cifar100
+
+            cifar = load_cifar100()
+            reference["chance"](measured, num_classes=cifar.num_classes, is_mock=cifar.is_mock)
+
+        verdict("5", run_accuracy)
+    verdicts["output"] = printed.getvalue()[-5000:]
+    Path(out_path).write_text(json.dumps(verdicts), encoding="utf-8")
+    return 0
+
+
+def _number(tag: str) -> str:
+    return tag[len(CHECK_TAG) :].split("-")[0]
+
+
 def grade_notebook(
     path: Path,
     checks: dict[str, str],
@@ -92,9 +325,9 @@ def grade_notebook(
     out_dir: Path,
     all_cells: bool = False,
 ) -> dict[str, Any]:
-    """Roda um notebook num kernel e num Ray novos; devolve ``{etiqueta: veredito, ...}``.
-
-    ``all_cells``: roda também os exemplos e as partes opcionais (que nunca valem nota)."""
+    """Roda um notebook num kernel e num Ray novos e julga cada verificação fora dele; devolve
+    ``{etiqueta: veredito, ...}``. ``all_cells``: roda também os exemplos e as partes opcionais
+    (que nunca valem nota)."""
     import nbformat
     from nbclient.exceptions import DeadKernelError
 
@@ -108,22 +341,16 @@ def grade_notebook(
             f"notebook inválido ({type(err).__name__}): {' '.join(str(err).split())[:200]}"
         )
         return row
-    present = {tag for cell in nb.cells for tag in _tags(cell) if tag in checks}
-    for cell in nb.cells:  # a verificação é a da solução, não a que o aluno deixou
-        for tag in _tags(cell) & set(checks):
-            cell.source = checks[tag]
-    for tag in set(checks) - present:
-        row[tag] = "falhou: célula de verificação não encontrada"
+    answers = answers_source(nb)  # antes de rodar: o que o aluno entregou
     work = Path(tempfile.mkdtemp(prefix="grade-"))
-
-    def note(index: int, cell: Any, seconds: float) -> None:
-        for tag in _tags(cell) & set(checks):
-            row[tag] = _verdict(cell)
-
+    results = work / "results"
+    facts_path = work / "facts.json"
+    skip = {tag for tag in checks} | (set() if all_cells else SKIP_TAGS)
+    nb.cells.append(nbformat.v4.new_code_cell(FACTS_CELL % str(facts_path)))
     try:
         execute(
-            nb, cwd=work, env=_kernel_env(scale, work / "results"), timeout=timeout_s,
-            skip=set() if all_cells else SKIP_TAGS, allow_errors=True, on_cell=note,
+            nb, cwd=work, env=_kernel_env(scale, results), timeout=timeout_s,
+            skip=skip, allow_errors=True,
         )  # fmt: skip
     except TimeoutError:
         row["motivo"] = f"passou do limite de {timeout_s:g} s (travou ou é lento demais)"
@@ -131,6 +358,40 @@ def grade_notebook(
         row["motivo"] = f"o kernel morreu: {' '.join(str(err).split())[:200]}"
     except Exception as err:  # o kernel não subiu, etc.
         row["motivo"] = f"não rodou ({type(err).__name__}): {' '.join(str(err).split())[:200]}"
+    try:
+        facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.exists() else {}
+        outputs: dict[str, str] = {}
+        env_storage = _kernel_env(scale, results)["LABUTILS_TRAIN_STORAGE"]
+        before = os.environ.get("LABUTILS_TRAIN_STORAGE")
+        os.environ["LABUTILS_TRAIN_STORAGE"] = env_storage  # o processo do julgamento herda
+        try:
+            for what in (*ANSWER_NAMES, "4,5"):
+                if not any(_number(tag) in what.split(",") for tag in checks):
+                    continue
+                if what in ANSWER_NAMES and not answers.strip():
+                    continue
+                got = judge(what, answers, facts, scale)
+                for number in what.split(","):
+                    outputs[number] = got.get("output", "")
+                    for tag in checks:
+                        if _number(tag) == number:
+                            row[tag] = got.get(number, NOT_RUN)
+        finally:
+            if before is None:
+                os.environ.pop("LABUTILS_TRAIN_STORAGE", None)
+            else:
+                os.environ["LABUTILS_TRAIN_STORAGE"] = before
+        nb.cells.pop()  # a célula da correção
+        present = {tag for cell in nb.cells for tag in _tags(cell) if tag in checks}
+        for cell in nb.cells:  # a cópia mostra o veredito de referência em cada verificação
+            for tag in _tags(cell) & set(checks):
+                cell.source = checks[tag]
+                shown = f"[correção] {row[tag]}\n{outputs.get(_number(tag), '')}"
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=shown)]
+        for tag in set(checks) - present:  # a nota não depende da célula, mas o aluno a apagou
+            row["motivo"] = (row["motivo"] + "; " if row["motivo"] else "") + (
+                f"célula {tag} apagada (julgada assim mesmo)"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -211,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="roda também os exemplos e as seções opcionais (sem nota): para conferir a solução",
     )
+    if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--judge":
+        return _judge_main(sys.argv[2], sys.argv[3])
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"{args.folder} não é uma pasta.", file=sys.stderr)

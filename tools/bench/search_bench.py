@@ -174,7 +174,7 @@ def run_tune(order, data, cores, delays):
         started = time.time()
         # o Tune imprime quadros e caminhos mesmo com verbose=0
         with contextlib.redirect_stdout(io.StringIO()):
-            result = LESSON_03.roda_tuner(LESSON_03.treino_floresta, space, "bench", len(order))
+            result = LESSON_03.roda_tuner(LESSON_03.treino_floresta, space, "bench")
         table = tune_table(result)
     delays.append(first_trial_delay(result, started))
     return [(int(n), int(d), float(m), float(s)) for n, d, m, _, s in table.values.tolist()]
