@@ -79,7 +79,8 @@ test: setup lint browser firewall
 # O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados
 # slow (clusters reais, o benchmark, treinos multi-worker). Tempos: docs/tempos_do_make_test.md.
 test-fast: setup lint
-	LABUTILS_SCALE=smoke $(PY) -m pytest tests -m "not slow" -q --durations=10
+	LABUTILS_SCALE=smoke $(PY) -m pytest tests -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile \
+		--durations=10
 
 # Executa as lições e a solução da 07 (a cópia do aluno para no TODO 1, de propósito), cada uma
 # num kernel novo; uma linha por notebook com o tempo, cópias executadas em $(OUTDIR).
