@@ -297,17 +297,10 @@ STRATEGY = (
     "    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # 1º, antes de qualquer op do TF\n"
 )
 MODEL = "    model = build_model(strategy, cifar.num_classes)\n"
-REPORT = (
-    "            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))"
-)
 LOOP_MISTAKES = {
     "estratégia criada depois dos dados": (
         _swap(STRATEGY, "").replace(MODEL, STRATEGY + MODEL),
         "não foi a primeira operação",
-    ),
-    "report só no rank 0": (
-        _swap(REPORT, "            if rank == 0:\n    " + REPORT),
-        "barreira",
     ),
     "sem retomar": (
         _swap("        model, first_epoch = resume(checkpoint, strategy)", "        pass"),
@@ -369,8 +362,11 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
         ({"strategy": "MirroredStrategy", "replicas": 1}, "usa MirroredStrategy com 1 réplica"),
         ({"batch": 64}, "lote GLOBAL, 128"),
         ({"strategy": "padrão (fora de strategy.scope())"}, "FORA de strategy.scope"),
+        ({"_reports": []}, "barreira"),  # o report só no rank 0
     ):
-        other = {**seen[1], "fits": [{**seen[1]["fits"][0], **change}]}
+        change = dict(change)
+        reports = change.pop("_reports", seen[1]["reports"])
+        other = {**seen[1], "fits": [{**seen[1]["fits"][0], **change}], "reports": reports}
         with pytest.raises(checks.CheckFailed, match=message):
             _verdict([seen[0], other], 2, 128)
     with pytest.raises(checks.CheckFailed, match="não chamou model.fit"):
