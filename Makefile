@@ -52,18 +52,12 @@ lesson-code: setup
 # Os testes de navegador (tests/test_browser.py) usam o Chromium do Debian, nunca um baixado
 # (a fonte de emoji é só para as capturas de tela mostrarem ✅/❌).
 browser:
-	@test -x /usr/bin/chromium || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-color-emoji; \
-	  else echo "Sem o Chromium (/usr/bin/chromium) e sem root para instalá-lo: os testes de navegador serão PULADOS (o motivo aparece no resumo do pytest). Para rodá-los: sudo apt-get install chromium"; fi; }
+	@test -x /usr/bin/chromium || tools/apt_install.sh "os testes de navegador serão PULADOS" chromium fonts-noto-color-emoji
 
 # O teste da sala em máquinas separadas (tests/test_classroom_machines.py) monta um firewall em cada
 # máquina (network namespace) com o iptables do Debian.
 firewall:
-	@command -v iptables >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables; \
-	  else echo "Sem o iptables e sem root para instalá-lo: o teste da sala em máquinas separadas será PULADO (o motivo aparece no resumo do pytest). Ele precisa de root e de: sudo apt-get install iptables"; fi; }
+	@command -v iptables >/dev/null || tools/apt_install.sh "o teste da sala em máquinas separadas será PULADO (ele também precisa de root)" iptables
 
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
