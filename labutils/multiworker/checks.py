@@ -369,10 +369,6 @@ def _tiny_cifar(scale: str | None = None, **_: Any) -> Any:
     return Cifar100(data, data, None, _EXAMPLES, _EXAMPLES, True, "numerado (verificação)")
 
 
-#: variável de ambiente com a pasta comum aos processos da verificação (a "pasta do checkpoint")
-_SHARED_ENV = "LABUTILS_CHECK_SHARED"
-
-
 def _weights_digest(model: Any) -> list[float]:
     return [float(abs(w).sum()) for w in model.get_weights()]
 
@@ -390,7 +386,7 @@ def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: fl
         time.sleep(0.05)
 
 
-def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
+def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, Any]:
     """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez. Com
     ``config["_resume_from"]``, ``ray.train.get_checkpoint()`` devolve aquela pasta."""
     from unittest import mock
@@ -403,7 +399,7 @@ def _observe(fn: Any, config: dict[str, Any]) -> dict[str, Any]:
     cluster = lab_config.tf_config()
     num_workers, rank = len(cluster["cluster"]["worker"]), cluster["task"]["index"]
     phase = config.pop("_phase", 1)
-    shared = Path(os.environ[_SHARED_ENV]) / f"phase{phase}"
+    shared = shared_root / f"phase{phase}"
     shared.mkdir(exist_ok=True)
     resume_from = config.pop("_resume_from", None)
     seen: dict[str, Any] = {"rank": rank, "fits": [], "reports": [], "weights": None}
@@ -492,7 +488,6 @@ def _launch(
     config: dict[str, Any],
     num_workers: int,
     timeout_s: float,
-    extra_env: dict[str, str] | None = None,
 ) -> list[dict]:
     """``fn(config)`` em ``num_workers`` processos locais; por worker, ``tf_config``, ``value``
     (o retorno) e ``error`` (o traceback). Se um falha, os outros são encerrados na hora (o par
@@ -510,7 +505,6 @@ def _launch(
                 extra = {
                     "TF_CONFIG": json.dumps(cfg),
                     "CUDA_VISIBLE_DEVICES": "",
-                    **(extra_env or {}),
                 }
                 env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
                 env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -560,10 +554,10 @@ def _run(fn: Any, config: dict[str, Any], num_workers: int, shared: Path) -> lis
     """:func:`_observe` em ``num_workers`` processos; os erros deles viram mensagens."""
 
     def observed(cfg: dict[str, Any]) -> dict[str, Any]:
-        return _observe(fn, cfg)
+        return _observe(fn, cfg, shared)
 
     try:
-        runs = _launch(observed, config, num_workers, _TIMEOUT_S, {_SHARED_ENV: str(shared)})
+        runs = _launch(observed, config, num_workers, _TIMEOUT_S)
     except TimeoutError:
         raise CheckFailed(
             f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): um deles "
