@@ -1,10 +1,8 @@
 """Conjuntos de dados do laboratório, sempre pelos carregadores reais: California Housing
-(``fetch_california_housing`` do scikit-learn) e CIFAR-100 (``tfds.load``), com ``data/``.
-
-Na escala ``full``, os dados reais (baixados se houver internet). Na escala ``smoke`` (CI, sem
-internet) e no ensaio (``LABUTILS_SYNTHETIC_DATA=1``, no tamanho real), o mesmo caminho recebe
-dados locais, e isso é dito: um arquivo SINTÉTICO no esquema do California Housing e o
-``tfds.testing.mock_data`` (imagens aleatórias). Nunca são apresentados como reais.
+(``fetch_california_housing``) e CIFAR-100 (``tfds.load``), em ``data/``. Na escala ``full``, os
+reais (baixados se houver internet); na ``smoke`` e no ensaio (``LABUTILS_SYNTHETIC_DATA=1``, no
+tamanho real), o mesmo caminho recebe dados locais, e a ``source`` diz isso: um arquivo
+SINTÉTICO no esquema do California Housing e o ``tfds.testing.mock_data`` (imagens aleatórias).
 Antes de a sala ficar sem internet: ``python -m labutils.data download`` (ou ``status``).
 """
 
@@ -17,12 +15,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from labutils.config import DATA_DIR_ENV, data_dir, sizes, synthetic_data
 from labutils.system import reachable
 
-CIFAR_HOST = "www.cs.toronto.edu"  # de onde o tfds baixa o CIFAR-100
+#: de onde o scikit-learn e o tfds baixam cada conjunto
+HOSTS = {"California Housing": "ndownloader.figshare.com", "CIFAR-100": "www.cs.toronto.edu"}
 HOUSING_FILE = "cal_housing_py3.pkz"  # nome que o scikit-learn dá ao arquivo em cache
 #: tamanhos reais, os do ensaio com dados sintéticos (``LABUTILS_SYNTHETIC_DATA=1``)
 HOUSING_ROWS = 20_640
@@ -44,10 +42,10 @@ def _missing_message(name: str, where: Path, host: str) -> str:
     )
 
 
-def _fetch(name: str, where: Path, host: str, download: bool, fetch) -> None:
+def _fetch(name: str, where: Path, download: bool, fetch) -> None:
     """Baixa com ``fetch()``; sem rede (ou sem ``download``), o que falta, onde e como obter."""
-    message = _missing_message(name, where, host)
-    if not download or reachable(host, 443) is not None:
+    message = _missing_message(name, where, HOSTS[name])
+    if not download or reachable(HOSTS[name], 443) is not None:
         raise DatasetUnavailableError(message)
     try:
         fetch()
@@ -56,13 +54,6 @@ def _fetch(name: str, where: Path, host: str, download: bool, fetch) -> None:
 
 
 # ---------------------------------------------------------------- California Housing
-
-
-def dataset_hosts() -> dict[str, str]:
-    """Os servidores de onde cada conjunto é baixado."""
-    from sklearn.datasets._california_housing import ARCHIVE
-
-    return {"California Housing": urlparse(ARCHIVE.url).hostname, "CIFAR-100": CIFAR_HOST}
 
 
 def housing_home() -> Path:
@@ -103,21 +94,6 @@ def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> P
     return path
 
 
-def _download_housing(home: Path) -> None:
-    """Baixa numa pasta temporária e só então move o arquivo pronto para ``home``: um download
-    interrompido nunca deixa um ``cal_housing_py3.pkz`` pela metade."""
-    import shutil
-
-    from sklearn.datasets import fetch_california_housing
-
-    home.mkdir(parents=True, exist_ok=True)
-    for stale in home.glob(".baixando-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    with tempfile.TemporaryDirectory(dir=home, prefix=".baixando-") as tmp:
-        fetch_california_housing(data_home=tmp, download_if_missing=True)
-        os.replace(Path(tmp) / HOUSING_FILE, home / HOUSING_FILE)
-
-
 def load_california_housing(scale: str | None = None, *, download: bool = True) -> Any:
     """O ``Bunch`` do ``fetch_california_housing``, com ``is_fixture`` (dados sintéticos: escala
     ``smoke`` ou ensaio) e ``source`` (de onde vieram os dados)."""
@@ -125,10 +101,8 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
 
     size = sizes(scale)
     if size.is_smoke or synthetic_data():
-        rows = size.housing_examples or (2_000 if size.is_smoke else HOUSING_ROWS)
-        home = data_dir() / "fixtures" / "california_housing"
-        if not size.is_smoke:  # o ensaio: o tamanho real, num arquivo à parte
-            home = home.with_name(f"california_housing_{rows}")
+        rows = size.housing_examples or HOUSING_ROWS  # o ensaio: o tamanho real
+        home = data_dir() / "fixtures" / f"california_housing_{rows}"
         if not (home / HOUSING_FILE).exists():
             make_housing_fixture(home, n_samples=rows)
         bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
@@ -154,13 +128,11 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
                 ) from err
             print(f"Arquivo {cached} corrompido ({type(err).__name__}); baixando de novo.")
             cached.unlink()
-    if not cached.exists():
-        host = dataset_hosts()["California Housing"]
-        _fetch("California Housing", home, host, download, lambda: _download_housing(home))
+    if not cached.exists():  # um download interrompido cai no arquivo corrompido acima
+        _fetch(
+            "California Housing", home, download, lambda: fetch_california_housing(data_home=home)
+        )
         bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
-    if size.housing_examples is not None:
-        bunch.data = bunch.data[: size.housing_examples]
-        bunch.target = bunch.target[: size.housing_examples]
     bunch.is_fixture = False
     bunch.source = f"California Housing real ({home})"
     return bunch
@@ -195,39 +167,27 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
     absl_logging.set_verbosity(absl_logging.ERROR)
     size = sizes(scale)
     load = {"name": "cifar100", "split": ["train", "test"], "as_supervised": True}
-    if size.is_smoke or synthetic_data():
-        n_train = size.cifar_train_examples or (512 if size.is_smoke else CIFAR_TRAIN)
-        n_test = size.cifar_test_examples or (256 if size.is_smoke else CIFAR_TEST)
+    if size.is_smoke or synthetic_data():  # o ensaio: o tamanho real
+        n_train = size.cifar_train_examples or CIFAR_TRAIN
+        n_test = size.cifar_test_examples or CIFAR_TEST
         # pasta temporária: o mock cria pastas vazias que não devem ir para data/
         mock_dir = Path(tempfile.gettempdir()) / "labutils-tfds-mock"
         with tfds.testing.mock_data(num_examples=max(n_train, n_test)):
             (train, test), info = tfds.load(**load, with_info=True, data_dir=str(mock_dir))
-        return Cifar100(
-            train.take(n_train),
-            test.take(n_test),
-            info,
-            n_train,
-            n_test,
-            is_mock=True,
-            source=(
-                f"tfds.testing.mock_data: {n_train} + {n_test} imagens ALEATÓRIAS "
-                f"(escala {size.scale}{'' if size.is_smoke else ', ensaio'}), não o CIFAR-100 real"
-            ),
+        source = (
+            f"tfds.testing.mock_data: {n_train} + {n_test} imagens ALEATÓRIAS "
+            f"(escala {size.scale}{'' if size.is_smoke else ', ensaio'}), não o CIFAR-100 real"
         )
+        return Cifar100(train.take(n_train), test.take(n_test), info, n_train, n_test, True, source)
 
     where = data_dir()
     try:
         (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
     except AssertionError:  # não está em data/: o mesmo load, baixando
-        _fetch(
-            "CIFAR-100", where, CIFAR_HOST, download, lambda: tfds.load(**load, data_dir=str(where))
-        )
+        _fetch("CIFAR-100", where, download, lambda: tfds.load(**load, data_dir=str(where)))
         (train, test), info = tfds.load(**load, with_info=True, data_dir=str(where), download=False)
-    n_train = min(info.splits["train"].num_examples, size.cifar_train_examples or CIFAR_TRAIN)
-    n_test = min(info.splits["test"].num_examples, size.cifar_test_examples or CIFAR_TEST)
-    return Cifar100(
-        train.take(n_train), test.take(n_test), info, n_train, n_test, False, f"CIFAR-100 ({where})"
-    )
+    n_train, n_test = (info.splits[split].num_examples for split in load["split"])
+    return Cifar100(train, test, info, n_train, n_test, False, f"CIFAR-100 ({where})")
 
 
 # ---------------------------------------------------------------- linha de comando
@@ -242,11 +202,10 @@ def datasets_present() -> dict[str, bool]:
 
 def _status() -> int:
     present = datasets_present()
-    housing, cifar = present["California Housing"], present["CIFAR-100"]
     print(f"pasta de dados: {data_dir()}")
-    print(f"  California Housing: {'presente' if housing else 'ausente'}")
-    print(f"  CIFAR-100:          {'presente' if cifar else 'ausente'}")
-    return 0 if housing and cifar else 1
+    for name, found in present.items():
+        print(f"  {name + ':':19} {'presente' if found else 'ausente'}")
+    return 0 if all(present.values()) else 1
 
 
 def _download(only: str | None) -> int:

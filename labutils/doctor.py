@@ -1,14 +1,11 @@
 """Diagnóstico do ambiente (``python -m labutils.doctor --help``): responde antes da aula "por
-que não funciona na minha máquina?" e estima os minutos de cada lição aqui.
-
-Cada verificação devolve linhas :class:`Row` (✅/⚠️/❌, item, detalhe e como resolver); as
-versões esperadas vêm só de ``pyproject.toml``. Nada trava: rede e TensorFlow têm prazo curto.
+que não funciona na minha máquina?" e estima os minutos de cada lição aqui. Cada verificação
+devolve linhas :class:`Row`; as versões esperadas vêm só de ``pyproject.toml``; nada trava.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import sys
@@ -16,7 +13,6 @@ import tomllib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -27,15 +23,13 @@ from packaging.version import Version
 from labutils import config, data, system
 from labutils.config import DATA_DIR_ENV, REPO_ROOT, SCALE_ENV, SYNTHETIC_ENV, data_dir
 
-# ---------------------------------------------------------------- a linha do relatório
-
 OK, WARN, FAIL = "✅", "⚠️", "❌"
 INSTALL_HINT = 'rode `make setup` (ou `pip install -e ".[test]"`) na raiz do repositório'
 
 
 @dataclass(frozen=True)
 class Row:
-    """Uma linha do relatório: situação, item, detalhe e, quando algo falta, como resolver."""
+    """Uma linha do relatório: situação (✅/⚠️/❌), item, detalhe e, se algo falta, como resolver."""
 
     status: str
     item: str
@@ -54,22 +48,12 @@ def guard(item: str, check: Callable[[], Row | list[Row]]) -> list[Row]:
 
 # ---------------------------------------------------------------- versões fixadas
 
-PYPROJECT = REPO_ROOT / "pyproject.toml"
 
-
-def project_spec(path: Path = PYPROJECT) -> tuple[SpecifierSet, list[Requirement]]:
-    """``requires-python`` e os pinos (+ extra ``test``) do ``pyproject.toml``; sem ele (pacote
-    instalado sem o repositório), os metadados do ``labutils``."""
-    if path.exists():
-        project = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
-        lines = project["dependencies"] + project.get("optional-dependencies", {}).get("test", [])
-        return SpecifierSet(project["requires-python"]), [Requirement(x) for x in lines]
-    meta = metadata.metadata("labutils")
-    reqs = [Requirement(x) for x in metadata.requires("labutils") or []]
-    keep = [r for r in reqs if r.marker is None or r.marker.evaluate({"extra": "test"})]
-    for r in keep:
-        r.marker = None
-    return SpecifierSet(meta["Requires-Python"] or ""), keep
+def project_spec() -> tuple[SpecifierSet, list[Requirement]]:
+    """``requires-python`` e os pinos (com o extra ``test``) do ``pyproject.toml``."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lines = project["dependencies"] + project["optional-dependencies"]["test"]
+    return SpecifierSet(project["requires-python"]), [Requirement(x) for x in lines]
 
 
 def pinned(name: str) -> Requirement:
@@ -95,9 +79,7 @@ def check_python(
     found = ".".join(map(str, version or sys.version_info[:3]))
     if Version(found) in spec:
         return Row(OK, "Python", f"{found} ({sys.executable})")
-    # a menor versão 3.X que atende o pino (>=3.11,<3.12 → 3.11)
-    minors = (f"3.{m}" for m in range(8, 40) if any(f"3.{m}.{p}" in spec for p in (0, 99)))
-    wanted = next(minors, str(spec))
+    wanted = min((s.version for s in spec if s.operator == ">="), default=str(spec))
     return Row(
         FAIL,
         "Python",
@@ -108,39 +90,16 @@ def check_python(
 
 
 def missing_extras(req: Requirement) -> list[str]:
-    """O que falta dos extras de ``req`` (ex.: ``ray[default]``, de que o painel precisa):
-    distribuições não instaladas, ou instaladas com módulos que não se encontram."""
-    missing = []
+    """As distribuições dos extras de ``req`` não instaladas (ex.: ``ray[default]``, o painel)."""
+    missing = set()
     for line in metadata.requires(req.name) or []:
         dep = Requirement(line)
-        if dep.marker is None or not any(dep.marker.evaluate({"extra": e}) for e in req.extras):
-            continue
-        try:
-            name = metadata.distribution(dep.name).metadata["Name"]
-        except metadata.PackageNotFoundError:
-            missing.append(dep.name)
-            continue
-        modules = [m for m, dists in _modules().items() if name in dists]
-        missing += [m for m in modules if not _importable(m)]
-    return sorted(set(missing))
-
-
-@lru_cache(maxsize=1)
-def _modules() -> dict[str, list[str]]:
-    """Módulos de primeiro nível → distribuições que os instalam (``grpc`` → ``grpcio``)."""
-    dists = metadata.packages_distributions()
-    return {m: d for m, d in dists.items() if m.isidentifier() and not m.startswith("_")}
-
-
-def _importable(module: str) -> bool:
-    """Um módulo já importado conta mesmo sem ``__spec__`` (o ``colorful``, que o Ray importa,
-    põe em ``sys.modules`` um objeto que faz o ``find_spec`` levantar ``ValueError``)."""
-    if module in sys.modules:
-        return True
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+        if dep.marker and any(dep.marker.evaluate({"extra": e}) for e in req.extras):
+            try:
+                metadata.distribution(dep.name)
+            except metadata.PackageNotFoundError:
+                missing.add(dep.name)
+    return sorted(missing)
 
 
 def check_package(req: Requirement) -> Row:
@@ -167,10 +126,6 @@ def check_package(req: Requirement) -> Row:
     return Row(OK, req.name, found)
 
 
-def check_packages() -> list[Row]:
-    return [check_package(r) for r in project_spec()[1]]
-
-
 # ---------------------------------------------------------------- TensorFlow e tf-keras
 
 TF_TIMEOUT_S = 180.0
@@ -181,7 +136,6 @@ TF_TIMEOUT_S = 180.0
 _TF_PROBE = r"""
 import json, os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 out = {}
 import tensorflow as tf
 out["tf"] = tf.__version__
@@ -202,15 +156,17 @@ print(JSON_MARK + json.dumps(out))
 """
 
 
-def tf_probe(timeout: float = TF_TIMEOUT_S, python: str = sys.executable) -> dict:
-    """Importa o TensorFlow num subprocesso e devolve o que ele viu (ou ``{"error": ...}``)."""
-    return system.run_json(
-        [python, "-c", f"JSON_MARK = {system.JSON_MARK!r}\n{_TF_PROBE}"],
-        env=config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"}),
-        timeout=timeout,
-        late=f"o TensorFlow não carregou em {timeout:g} s",
-        failed="import tensorflow falhou",
-    )
+def _run_probe(code: str, *args: str, timeout: float, late: str, failed: str) -> dict:
+    """O JSON que ``code`` imprime num Python novo, ou ``{"error": ...}`` (nunca trava)."""
+    cmd = [sys.executable, "-c", f"JSON_MARK = {system.JSON_MARK!r}\n{code}", *args]
+    env = config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"})
+    return system.run_json(cmd, env=env, timeout=timeout, late=late, failed=failed)
+
+
+def tf_probe(timeout: float = TF_TIMEOUT_S) -> dict:
+    """Importa o TensorFlow num subprocesso e devolve o que ele viu."""
+    late = f"o TensorFlow não carregou em {timeout:g} s"
+    return _run_probe(_TF_PROBE, timeout=timeout, late=late, failed="import tensorflow falhou")
 
 
 def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
@@ -263,8 +219,7 @@ def check_tf_keras(probe: dict) -> Row:
 
 
 # ---------------------------------------------------------------- Ray
-# Os extras do pino (``ray[default]``, de que o painel precisa, e os outros) estão na linha do
-# pacote ``ray`` (:func:`check_package`); aqui, só se o ``import ray`` funciona.
+# Os extras do pino (``ray[default]``...) estão na linha do pacote ``ray``; aqui, só o import.
 
 RAY_PORTS = {"nó principal do Ray": 6379, "painel do Ray": 8265}
 
@@ -278,31 +233,24 @@ def check_ray() -> Row:
 
 
 def check_auth() -> Row:
-    """Autenticação por token do Ray: aviso em português se ``RAY_AUTH_MODE=disabled``."""
     if warning := config.auth_disabled_warning():
         return Row(WARN, "Ray: autenticação", "DESLIGADA (RAY_AUTH_MODE=disabled)", warning)
-    mode = config.ray_auth_mode() or config.RAY_AUTH_MODE_DEFAULT
+    mode = config.env("RAY_AUTH_MODE") or config.RAY_AUTH_MODE_DEFAULT
     return Row(OK, "Ray: autenticação", f"por token (RAY_AUTH_MODE={mode})")
 
 
 def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
     rows = []
     for what, port in (ports or RAY_PORTS).items():
-        item = f"porta {port}: {what}"
-        if not system.port_in_use(port):
-            rows.append(Row(OK, item, "livre"))
-            continue
-        rows.append(
-            Row(
-                WARN,
-                item,
-                "ocupada por outro programa (talvez um Ray que ficou rodando)",
-                f"Veja quem usa: `ss -ltnp | grep :{port}`. Se for um Ray seu, `ray status` e "
-                "`ray stop`; senão inicie o nó principal em outra porta "
-                "(`ray start --head --port=6380 --dashboard-port=8266`). "
-                "O ray.init() dos notebooks escolhe outra porta do painel sozinho.",
-            )
+        remedy = (
+            f"Veja quem usa: `ss -ltnp | grep :{port}`. Se for um Ray seu, `ray status` e "
+            "`ray stop`; senão inicie o nó principal em outra porta "
+            "(`ray start --head --port=6380 --dashboard-port=8266`). "
+            "O ray.init() dos notebooks escolhe outra porta do painel sozinho."
         )
+        item, busy = f"porta {port}: {what}", "ocupada (talvez um Ray que ficou rodando)"
+        ok = not system.port_in_use(port)
+        rows.append(Row(OK, item, "livre") if ok else Row(WARN, item, busy, remedy))
     return rows
 
 
@@ -370,7 +318,7 @@ def check_hosts(
     hosts: dict[str, tuple[str, int]] | None = None, timeout: float = HOST_TIMEOUT_S
 ) -> tuple[list[Row], dict[str, bool]]:
     """Testa em paralelo se cada servidor abre conexão em até ``timeout`` segundos."""
-    hosts = hosts or {name: (host, 443) for name, host in data.dataset_hosts().items()}
+    hosts = hosts or {name: (host, 443) for name, host in data.HOSTS.items()}
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
         futures = {k: pool.submit(system.reachable, *hp, timeout) for k, hp in hosts.items()}
         reachable = {k: f.result() is None for k, f in futures.items()}
@@ -394,16 +342,9 @@ class EnvironmentNotReady(RuntimeError):
     """Algum item do diagnóstico impede as lições (❌)."""
 
 
-def exit_code(rows: Iterable[Row], strict: bool = False) -> int:
-    """1 se alguma linha bloqueia as lições (ou, com ``strict``, se houver avisos)."""
-    bad = {FAIL, WARN} if strict else {FAIL}
-    return 1 if any(r.status in bad for r in rows) else 0
-
-
 def require_ready(rows: list[Row]) -> None:
     """Levanta :class:`EnvironmentNotReady` com o que fazer, se alguma linha for ❌."""
-    fails = [r for r in rows if r.status == FAIL]
-    if fails:
+    if fails := [r for r in rows if r.status == FAIL]:
         steps = "\n".join(f"  - {r.item}: {r.detail}\n    → {r.remedy}" for r in fails)
         raise EnvironmentNotReady(f"O ambiente ainda não está pronto para as lições:\n{steps}")
 
@@ -423,8 +364,7 @@ def format_report(rows: list[Row]) -> str:
     lines = []
     for r in rows:
         lines.append(f"{r.status} {r.item:<{width}}  {r.detail}")
-        if r.remedy:
-            lines.append(f"{'':{width + 3}}→ {r.remedy}")
+        lines += [f"{'':{width + 3}}→ {r.remedy}"] if r.remedy else []
     return "\n".join(lines + ["", summary(rows)])
 
 
@@ -442,24 +382,19 @@ def as_table(rows: Iterable[Row]):
 
 
 # ---------------------------------------------------------------- o tempo das lições
-# O ensaio (``make rehearsal``) rodou cada lição na escala ``full`` numa máquina de referência e
-# gravou em ``docs/ensaio/ensaio.json`` os minutos de cada lição e a **sonda** medida lá
-# (imagens/s da rede da lição 05, threads padrão do TF, CPU ou GPU). Aqui a mesma sonda mede esta
-# máquina, e cada lição é estimada pela razão entre as duas. As lições que não usam a GPU (as sem
-# TensorFlow, e a 06, que a esconde) não ganham com ela: se a sonda rodou numa, essas usam a razão
-# entre as CPUs lógicas (o ``gpu`` de cada lição no ensaio). É uma estimativa
-# grosseira, para decidir antes da aula se a lição cabe no período ou se roda antes/numa GPU.
+# O ensaio (``make rehearsal``) gravou em ``docs/ensaio/ensaio.json`` os minutos de cada lição
+# na escala ``full`` e a **sonda** (imagens/s da rede da lição 05) numa máquina de referência; a
+# mesma sonda aqui dá a razão entre as máquinas. Se a sonda rodou numa GPU, as lições que não a
+# usam (o ``gpu`` de cada uma no ensaio) vão pela razão entre as CPUs. Uma estimativa grosseira.
 
 REHEARSAL_JSON = REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
 SPEED_PROBE_TIMEOUT_S = 180.0
 
 # Num processo novo: o TF usa as threads padrão (todos os núcleos) e a GPU, se houver.
 _SPEED_PROBE = r"""
-import json, os, sys, time
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import json, sys, time
 import numpy as np
 import tensorflow as tf
-from labutils.system import JSON_MARK
 from labutils.lesson05 import create_model
 seconds = float(sys.argv[1])
 gpus = tf.config.list_physical_devices("GPU")
@@ -480,13 +415,10 @@ print(JSON_MARK + json.dumps(out))
 
 
 def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) -> dict:
-    """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}`` (nunca trava)."""
-    return system.run_json(
-        [sys.executable, "-c", _SPEED_PROBE, str(seconds)],
-        env=config.child_env({"TF_CPP_MIN_LOG_LEVEL": "3"}),
-        timeout=timeout,
-        late=f"a sonda não terminou em {timeout:g} s",
-        failed="a sonda falhou",
+    """A sonda: ``{"images_per_s": ..., "device": ...}``, ou ``{"error": ...}``."""
+    late = f"a sonda não terminou em {timeout:g} s"
+    return _run_probe(
+        _SPEED_PROBE, str(seconds), timeout=timeout, late=late, failed="a sonda falhou"
     )
 
 
@@ -545,14 +477,12 @@ def check_lesson_times(
 # ---------------------------------------------------------------- run_checks e a linha de comando
 
 
-def run_checks(*, offline: bool = False, tf_timeout: float = TF_TIMEOUT_S) -> list[Row]:
-    """Todas as verificações, na ordem do relatório (procuradas neste módulo na hora da
-    chamada: um teste pode trocar uma delas com ``monkeypatch``)."""
-    rows: list[Row] = []
-    rows += guard("Python", check_python)
-    rows += guard("pacotes", check_packages)
+def run_checks(*, offline: bool = False) -> list[Row]:
+    """Todas as verificações, na ordem do relatório."""
+    rows = guard("Python", check_python)
+    rows += guard("pacotes", lambda: [check_package(r) for r in project_spec()[1]])
     rows += guard("CPUs", check_cpus)
-    probe = tf_probe(timeout=tf_timeout)
+    probe = tf_probe()
     rows += guard("TensorFlow", lambda: check_tensorflow(probe))
     rows += guard("tf-keras", lambda: check_tf_keras(probe))
     rows += guard("Ray", check_ray)
@@ -566,9 +496,7 @@ def run_checks(*, offline: bool = False, tf_timeout: float = TF_TIMEOUT_S) -> li
             host_rows, reachable = check_hosts()
         except Exception as err:  # o diagnóstico deve sempre terminar
             host_rows = [Row(FAIL, "rede", f"a verificação falhou: {type(err).__name__}: {err}")]
-    rows += guard("dados", lambda: check_datasets(reachable))
-    rows += host_rows
-    return rows
+    return rows + guard("dados", lambda: check_datasets(reachable)) + host_rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -585,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     # os tempos informam; não decidem se a máquina está pronta (nem com --strict)
     times = [] if args.no_times else guard("tempo das lições", check_lesson_times)
     print(format_report(rows + times))
-    return exit_code(rows, strict=args.strict)
+    bad = {FAIL, WARN} if args.strict else {FAIL}
+    return int(any(r.status in bad for r in rows))
 
 
 if __name__ == "__main__":

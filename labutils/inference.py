@@ -1,15 +1,11 @@
-"""Lição 06, o que não é o assunto dela (a classificação de um lote, as tarefas, os atores, o
-``ActorPool`` e o Ray Data estão nas células ``# @save``, que o benchmark também roda): o
-modelo (carregar ou treinar), as imagens (arrays, Parquet), a conferência das previsões e se
-um pool cabe nas CPUs (o modelo em bytes e o limite de threads também estão nas células). Os
-workers nunca chamam o tfds (o mock só vale no processo que o ativa): recebem o modelo em bytes
-e as imagens em arrays ou Parquet.
+"""Lição 06, o que não é o assunto dela (que está nas células ``# @save``): o modelo (carregar
+ou treinar), as imagens (arrays, Parquet), a conferência das previsões e se um pool cabe nas
+CPUs. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -20,8 +16,6 @@ import numpy as np
 
 from labutils.config import sizes
 from labutils.system import usable_cpus
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 IMAGE_SHAPE = (32, 32, 3)
 #: previsões: ``(rótulos int64, confiança float32)``, uma linha por imagem
@@ -118,10 +112,6 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
     ``wanted``, ``RuntimeError`` na hora, em vez de esperar para sempre (depois de até 10 s)."""
     import ray
 
-    if wanted is not None and (type(wanted) is not int or wanted < 1):
-        raise ValueError(f"O número de atores deve ser um inteiro >= 1, recebi {wanted!r}.")
-    if not (isinstance(cpus_per_actor, int | float) and cpus_per_actor > 0):
-        raise ValueError(f"cpus_per_actor deve ser positivo, recebi {cpus_per_actor!r}.")
     total = float(ray.cluster_resources().get("CPU", 0.0))
     # sem um número pedido, o pool inteiro: ray.available_resources() demora a ver as CPUs
     # que acabaram de ser liberadas, e ler uma vez só daria um pool menor por acaso

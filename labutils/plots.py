@@ -23,9 +23,9 @@ def plot_comparison(
     distributed_total: float,
     grid: Sequence[Sequence[int]] | None = None,
 ) -> Any:
-    """A figura do roteiro. À esquerda, na ordem de ``grid`` (padrão: a dos resultados
-    centralizados), o tempo ACUMULADO do laço, o de cada tarefa distribuída e, tracejado, o de
-    cada configuração no laço; à direita, os totais."""
+    """À esquerda, na ordem de ``grid`` (padrão: a dos resultados centralizados), o tempo
+    ACUMULADO do laço, o de cada tarefa distribuída e, tracejado, o de cada configuração no laço;
+    à direita, os totais."""
     import matplotlib.pyplot as plt
 
     central = _seconds_by_config(central_results)
@@ -42,12 +42,8 @@ def plot_comparison(
     ax_t.plot(x, np.cumsum(central_each), "o-", color="tab:red", label="Centralizado (acumulado)")
     ax_t.plot(x, central_each, "o--", color="tab:red", alpha=0.45, label="Centralizado (cada)")
     ax_t.plot(x, dist_each, "o-", color="tab:blue", label="Distribuído (cada tarefa)")
-    ax_t.set_xticks(
-        x,
-        [f"({n}, {d})" for n, d in order],
-        rotation=45 if k > 6 else 0,
-        ha="right" if k > 6 else "center",
-    )
+    rotate = {"rotation": 45, "ha": "right"} if k > 6 else {}
+    ax_t.set_xticks(x, [f"({n}, {d})" for n, d in order], **rotate)
     ax_t.set_xlabel("Configuração (n_estimators, max_depth)")
     ax_t.set_ylabel("Tempo (s)")
     ax_t.set_ylim(bottom=0)
@@ -75,9 +71,9 @@ def plot_speedups(
     """Speedup medido de cada estratégia (barras) ao lado do limite que ela permite (marcas)."""
     import matplotlib.pyplot as plt
 
-    names, speedups, bounds = list(names), [float(s) for s in speedups], [float(b) for b in bounds]
-    y = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 1.8 + 0.6 * len(names)))
+    speedups, bounds = [float(s) for s in speedups], [float(b) for b in bounds]
+    y = np.arange(len(speedups))
+    fig, ax = plt.subplots(figsize=(8, 1.8 + 0.6 * len(speedups)))
     bars = ax.barh(y, speedups, color="tab:blue", ec="k", height=0.6, label="speedup medido")
     ax.bar_label(bars, labels=[f"{s:.2f}×" for s in speedups], padding=3)
     ax.scatter(
@@ -122,9 +118,8 @@ def plot_timeline(
     simulated: Sequence[Sequence[float]] | None = None,
 ) -> Any:
     """A linha do tempo de uma busca: uma linha por processo, uma barra por tarefa
-    (``measured``: ``(pid, início, fim)`` em segundos desde o envio; mesmo rótulo, mesma cor).
-    ``simulated``: ``(núcleo, início, fim)`` de ``list_schedule`` (lição 02, seção 8), num 2º
-    painel."""
+    (``measured``: ``(pid, início, fim)`` desde o envio; mesmo rótulo, mesma cor) e, num 2º
+    painel, ``simulated``: ``(núcleo, início, fim)`` de ``list_schedule`` (lição 02, seção 8)."""
     import matplotlib.pyplot as plt
 
     labels = [str(label) for label in labels]
@@ -149,8 +144,8 @@ def plot_timeline(
 # ---------------------------------------------------------------- lição 05
 @dataclass
 class Run:
-    """Um treino: o histórico do ``fit`` (``History`` ou ``history.history``), o ``EpochTimer``
-    do mesmo ``fit`` e a acurácia no teste."""
+    """Um treino: o histórico do ``fit`` (``History`` ou o seu dict), o ``EpochTimer`` do mesmo
+    ``fit`` e a acurácia no teste."""
 
     history: Any
     timer: Any

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from labutils import system
-from labutils.config import forwarded_env, ray_address, ray_auth_mode, ray_env, token_source
+from labutils.config import env, forwarded_env, ray_env, token_source
 from labutils.system import CONNECT_TIMEOUT_S
 
 
@@ -20,18 +20,14 @@ def init_ray(
     num_cpus: int | None = None,
     runtime_env: dict[str, Any] | None = None,
     dashboard: bool = True,
-    quiet: bool = True,
-    object_store_mb: int | None = 1024,
 ) -> Any:
-    """Inicia (ou reaproveita) a sessão Ray deste processo e devolve seu contexto.
-
-    ``address``: ``IP:PORTA`` de um cluster; sem ele, ``RAY_ADDRESS`` e, na falta dela, um Ray
-    local (o único caso em que ``num_cpus`` e ``object_store_mb`` valem). ``runtime_env`` é
-    mesclado com :func:`labutils.config.forwarded_env`. Rodar de novo reaproveita a sessão, e
-    ``quiet`` esconde os logs dos workers. Com um endereço, confere antes, em segundos, que o nó
+    """Inicia (ou reaproveita) a sessão Ray deste processo, sem os logs dos workers, e devolve
+    seu contexto. ``address``: ``IP:PORTA`` de um cluster; sem ele, ``RAY_ADDRESS`` e, na falta
+    dela, um Ray local (o único caso em que ``num_cpus`` vale). ``runtime_env`` é mesclado com
+    :func:`labutils.config.forwarded_env`. Com um endereço, confere antes, em segundos, que o nó
     principal atende e que aceita o token desta máquina.
     """
-    address = address or ray_address()
+    address = address or env("RAY_ADDRESS")
     if address and num_cpus is not None:
         raise ValueError(
             f"num_cpus só vale para o Ray local (recebi num_cpus={num_cpus!r} com o cluster "
@@ -39,8 +35,6 @@ def init_ray(
         )
     if num_cpus is not None:
         system.check_int(num_cpus, "num_cpus")
-    if object_store_mb is not None:
-        system.check_int(object_store_mb, "object_store_mb (MiB)", 64)
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         print(
@@ -49,28 +43,20 @@ def init_ray(
         return ray.get_runtime_context()
     if address:
         check_reachable(address)
-        if ray_auth_mode() == "token":
+        if env("RAY_AUTH_MODE") == "token":
             check_token_accepted(address)
     import ray
 
-    env = dict(runtime_env or {})
-    env["env_vars"] = forwarded_env(env.get("env_vars"))
-    kwargs: dict[str, Any] = {
-        "runtime_env": env,
-        "log_to_driver": not quiet,
-        "logging_level": logging.WARNING if quiet else logging.INFO,
-        # "local" força um Ray novo: sem isso, ray.init() se conectaria sozinho ao último
-        # cluster iniciado com `ray start` nesta máquina
-        "address": address or "local",
-    }
-    if not address:
-        kwargs.update(
-            num_cpus=num_cpus, include_dashboard=dashboard, dashboard_host=system.LOCALHOST
-        )
-        if object_store_mb is not None:
-            kwargs["object_store_memory"] = object_store_mb * 1024**2
+    runtime = dict(runtime_env or {})
+    runtime["env_vars"] = forwarded_env(runtime.get("env_vars"))
+    # "local" força um Ray novo: sem isso, ray.init() se conectaria sozinho ao último cluster
+    # iniciado com `ray start` nesta máquina
+    kwargs: dict[str, Any] = {"runtime_env": runtime, "address": address or "local"}
+    if not address:  # 1 GiB de armazém de objetos; o painel só em 127.0.0.1
+        kwargs.update(num_cpus=num_cpus, include_dashboard=dashboard, object_store_memory=2**30)
+        kwargs.update(dashboard_host=system.LOCALHOST)
     try:
-        return ray.init(**kwargs)
+        return ray.init(**kwargs, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as err:
         raise ConnectionError(
             f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. "
@@ -81,11 +67,8 @@ def init_ray(
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """``ConnectionError`` em português se ninguém atende em ``address`` em ``timeout`` s.
-
-    Sem isto, ``ray.init`` (e o ``ray start`` de um ``join``) num endereço sem resposta fica
-    tentando por muito tempo. ``"auto"`` e endereços sem porta ficam para o próprio Ray.
-    """
+    """``ConnectionError`` em português se ninguém atende em ``address`` em ``timeout`` s (o
+    ``ray.init`` e o ``ray start`` tentariam por muito tempo). Sem porta: fica para o Ray."""
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not port.isdigit():
         return
@@ -131,21 +114,18 @@ def alive_nodes() -> list[dict[str, Any]]:
     ``CPU``, ``GPU`` e ``memory_gib``."""
     import ray
 
-    nodes = []
-    for node in ray.nodes():
-        res = node.get("Resources", {})
-        if node.get("Alive"):
-            nodes.append(
-                {
-                    "node_id": node["NodeID"],
-                    "ip": node.get("NodeManagerAddress"),
-                    "head": "node:__internal_head__" in res,
-                    "CPU": float(res.get("CPU", 0.0)),
-                    "GPU": float(res.get("GPU", 0.0)),
-                    "memory_gib": round(res.get("memory", 0.0) / 1024**3, 1),
-                }
-            )
-    return nodes
+    return [
+        {
+            "node_id": node["NodeID"],
+            "ip": node.get("NodeManagerAddress"),
+            "head": "node:__internal_head__" in (res := node.get("Resources", {})),
+            "CPU": float(res.get("CPU", 0.0)),
+            "GPU": float(res.get("GPU", 0.0)),
+            "memory_gib": round(res.get("memory", 0.0) / 1024**3, 1),
+        }
+        for node in ray.nodes()
+        if node.get("Alive")
+    ]
 
 
 def nodes_table() -> Any:

@@ -1,7 +1,6 @@
-"""Lição 02, o que não é o assunto dela: a divisão treino/validação/teste, os CSVs dos
-resultados e a espera das tarefas com uma barra de progresso. O assunto (o treino de uma
-configuração, o limite do speedup, a ordem das tarefas) está nas células ``# @save`` da lição, que
-``make lesson-code`` publica em :mod:`labutils.lesson02`.
+"""Lição 02, o que não é o assunto dela (que está nas células ``# @save``, em
+:mod:`labutils.lesson02`): a divisão treino/validação/teste, os CSVs dos resultados e a espera
+das tarefas com uma barra de progresso.
 """
 
 from __future__ import annotations
@@ -41,11 +40,8 @@ def split_train_validation_test(
     validation_size: float = 0.2,
     random_state: int = RANDOM_STATE,
 ) -> Split:
-    """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação.
-
-    A busca escolhe pela **validação**; o teste é usado uma vez, no fim (escolher no teste o
-    deixaria otimista). A divisão é sempre a mesma: as lições 02 e 03 e o benchmark a dividem.
-    """
+    """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação (a
+    busca escolhe por ela; o teste é usado uma vez, no fim). Sempre a mesma divisão."""
     from sklearn.model_selection import train_test_split
 
     X_rest, X_test, y_rest, y_test = train_test_split(
@@ -58,8 +54,6 @@ def split_train_validation_test(
 
 
 # ---------------------------------------------------------------- resultados
-#: colunas dos resultados de uma busca (uma linha por configuração)
-RESULT_COLUMNS = ("n_estimators", "max_depth", "mse", "segundos")
 
 
 def results_path(name: str) -> Path:
@@ -67,15 +61,12 @@ def results_path(name: str) -> Path:
     return results_dir() / f"{name}.csv"
 
 
-def save_results(
-    results: Iterable[Sequence[Any]], name: str, columns: Sequence[str] = RESULT_COLUMNS
-) -> Path:
-    """Grava os resultados (uma tupla por linha) em ``results/<name>.csv`` e devolve o caminho."""
+def save_results(results: Iterable[Sequence[Any]], name: str) -> Path:
+    """Grava os resultados ``(n_estimators, max_depth, mse, segundos)`` de uma busca em
+    ``results/<name>.csv`` e devolve o caminho."""
     path = results_path(name)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(columns)
-        writer.writerows(results)
+        csv.writer(f).writerows([("n_estimators", "max_depth", "mse", "segundos"), *results])
     return path
 
 

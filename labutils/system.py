@@ -1,5 +1,5 @@
-"""Processos e rede: o único lugar que roda subprocessos, encerra grupos de processos e testa
-portas e endereços; e a validação dos números que as funções do pacote recebem."""
+"""Processos e rede: rodar subprocessos, encerrar grupos de processos, portas e endereços; e a
+validação dos números que um usuário passa ao pacote."""
 
 from __future__ import annotations
 
@@ -31,11 +31,7 @@ def check_int(value: object, name: str, low: int = 1, high: int | None = None, e
 
 
 def usable_cpus() -> int:
-    """Quantas CPUs lógicas este processo pode usar, em Linux, macOS e Windows.
-
-    ``os.process_cpu_count`` (Python 3.13+) já respeita a afinidade; antes dele, a máscara de
-    afinidade onde existe (Linux); senão, todas as CPUs da máquina (macOS, Windows).
-    """
+    """Quantas CPUs lógicas este processo pode usar (a afinidade, onde existe: Linux, 3.13+)."""
     if hasattr(os, "process_cpu_count"):
         return os.process_cpu_count() or 1
     if hasattr(os, "sched_getaffinity"):
@@ -56,13 +52,10 @@ def run(
     shown_as: str | None = None,
     leave_running: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Roda ``cmd`` (sem shell) até ``timeout`` segundos e devolve a saída capturada.
-
-    Passou do prazo (ou, com ``check``, código diferente de zero): :class:`CommandError` com o
-    fim da saída, e o grupo inteiro do comando encerrado. ``shown_as``: como o comando aparece
-    nas mensagens. ``leave_running``: o que o comando deixou no ar ao terminar bem (os serviços
-    de um ``ray start`` sem ``--block``) continua vivo; sem ele, o grupo é encerrado ao fim.
-    """
+    """Roda ``cmd`` (sem shell) até ``timeout`` s e devolve a saída capturada. Passou do prazo
+    (ou, com ``check``, código diferente de zero): :class:`CommandError` com o fim da saída, e o
+    grupo do comando encerrado. ``leave_running``: o que ele deixou no ar ao terminar bem (os
+    serviços de um ``ray start``) continua vivo. ``shown_as``: o comando nas mensagens."""
     shown = shown_as or " ".join(map(str, cmd))
     proc = spawn_group(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -157,8 +150,7 @@ def kill_pids(pids: Iterable[int], *, wait_s: float = 10.0) -> None:
 
 def kill_tree(pid: int | None, *, wait_s: float = 10.0) -> None:
     """SIGKILL em ``pid`` e em todos os seus descendentes (um kernel e o Ray que ele iniciou),
-    lidos antes do sinal (depois, os órfãos já não teriam pai). ``None`` ou um processo que já
-    saiu: nada a fazer."""
+    lidos antes do sinal (depois, os órfãos já não teriam pai)."""
     import psutil
 
     if not pid:
@@ -189,15 +181,9 @@ def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:
 # ---------------------------------------------------------------- portas e endereços
 
 
-def check_port(port: object, what: str = "", error=ValueError) -> int:
-    """``port`` se for uma porta TCP válida; senão ``error`` que nomeia ``what`` (a opção)."""
-    return check_int(port, f"A porta {what}".rstrip(), 1, 65535, error)
-
-
 def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
     """``True`` se alguém já escuta em ``host:port`` (com ``SO_REUSEADDR``, como os servidores
     do Ray: uma porta em TIME_WAIT conta como livre)."""
-    check_port(port)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

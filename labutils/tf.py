@@ -1,24 +1,18 @@
-"""TensorFlow das lições 05 a 07, o que não é o assunto delas: a validação separada do treino,
-o modelo gravado pela lição 05 e as medidas do treino (os gráficos e a tabela da lição 05 ficam em
-:mod:`labutils.plots`). O pipeline, o modelo e os dispositivos estão nas células ``# @save`` da
-lição 05, que ``make lesson-code`` publica em :mod:`labutils.lesson05`.
-
-Importar este módulo importa o TensorFlow, mas não inicializa os dispositivos. Na lição 07,
-``multiworker.use_legacy_keras()`` roda antes deste import, e ``tf.keras`` é então o tf-keras.
+"""TensorFlow das lições 05 a 07, o que não é o assunto delas (que está nas células ``# @save``
+da lição 05, em :mod:`labutils.lesson05`): a validação separada do treino, o modelo gravado pela
+lição 05 e as medidas do treino. Importa o TensorFlow sem inicializar os dispositivos; na lição
+07, ``multiworker.use_legacy_keras()`` roda antes, e ``tf.keras`` é então o tf-keras.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 # ---------------------------------------------------------------- a validação
 
@@ -59,10 +53,8 @@ def check_loss_activation(model: tf.keras.Model) -> str:
     pede ``False``; linear, ``True``): uma frase de confirmação, ou ``ValueError``."""
     activation = getattr(model.layers[-1], "activation", None)
     act_name = getattr(activation, "__name__", str(activation))
-    from_logits = getattr(model.loss, "from_logits", None)
-    if from_logits is None:
-        config = model.loss.get_config() if hasattr(model.loss, "get_config") else {}
-        from_logits = config.get("from_logits")
+    config = model.loss.get_config() if hasattr(model.loss, "get_config") else {}
+    from_logits = config.get("from_logits")
     if from_logits is None:
         raise ValueError(
             "Não consegui ler o from_logits da perda: compile o modelo com um objeto de perda."
@@ -106,8 +98,6 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
     @property
     def steady_images_per_second(self) -> float:
-        if not self.epoch_seconds:
-            raise RuntimeError("Nenhuma época medida: passe o EpochTimer em callbacks= do fit.")
         seconds = self.epoch_seconds[1:] or self.epoch_seconds
         return self.num_examples * len(seconds) / sum(seconds)
 
@@ -116,50 +106,43 @@ class GpuSampler:
     """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s dentro de um
     ``with``; sem ``nvidia-smi`` (só CPU), fica vazio e :meth:`summary` diz isso."""
 
-    QUERY = ["--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"]
+    QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
 
     def __init__(self, interval: float = 0.5):
         self.interval = interval
-        self.available = shutil.which("nvidia-smi") is not None
-        #: amostras (índice da GPU, utilização %, memória MiB)
-        self.samples: list[tuple[int, float, float]] = []
+        self.samples: list[tuple[int, float]] = []  # (índice da GPU, utilização %)
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def _sample_once(self) -> None:
+    def _sample_once(self) -> bool:
         try:
-            out = subprocess.run(
-                ["nvidia-smi", *self.QUERY], capture_output=True, text=True, timeout=5, check=True
-            ).stdout
+            cmd = ["nvidia-smi", *self.QUERY]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout
         except (OSError, subprocess.SubprocessError):
-            self.available = False
-            return
+            return False  # sem nvidia-smi: só CPU
         for line in out.strip().splitlines():
-            index, util, mem = (part.strip() for part in line.split(","))
-            self.samples.append((int(index), float(util), float(mem)))
+            index, util = line.split(",")
+            self.samples.append((int(index), float(util)))
+        return True
 
     def _loop(self) -> None:
-        while not self._stop.is_set() and self.available:
-            self._sample_once()
-            self._stop.wait(self.interval)
+        while self._sample_once() and not self._stop.wait(self.interval):
+            pass
 
     def __enter__(self) -> GpuSampler:
         self.samples = []
         self._stop.clear()
-        if self.available:
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._thread.join(timeout=10)
 
     def mean_utilization(self) -> dict[int, float]:
         """Utilização média (%) de cada GPU durante o bloco."""
         by_gpu: dict[int, list[float]] = {}
-        for index, util, _ in self.samples:
+        for index, util in self.samples:
             by_gpu.setdefault(index, []).append(util)
         return {index: sum(v) / len(v) for index, v in sorted(by_gpu.items())}
 

@@ -14,13 +14,8 @@ class Timer:
     True
     """
 
-    def __init__(self) -> None:
-        self._start: float | None = None
-        self._end: float | None = None
-
     def __enter__(self) -> Timer:
-        self._start = time.perf_counter()
-        self._end = None
+        self._start, self._end = time.perf_counter(), None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -28,7 +23,4 @@ class Timer:
 
     @property
     def seconds(self) -> float:
-        if self._start is None:
-            raise RuntimeError("O cronômetro ainda não foi iniciado: use `with Timer() as t:`.")
-        end = self._end if self._end is not None else time.perf_counter()
-        return end - self._start
+        return (self._end or time.perf_counter()) - self._start

@@ -1,6 +1,4 @@
-"""Lição 03: o que não é o assunto dela (o ``Tuner`` e o ``GridSearchCV`` estão nas células):
-tabelas e conferências entre buscas.
-"""
+"""Lição 03, o que não é o assunto dela (que está nas células): tabelas e conferências."""
 
 from __future__ import annotations
 
@@ -13,12 +11,10 @@ from labutils.lesson02 import speedup_bound
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
 logging.getLogger("ray.util.multiprocessing.pool").setLevel(logging.ERROR)
 
-#: chave do espaço do Tune que guarda os pares (n_estimators, max_depth) da grade
-PAIR_KEY = "floresta"
+PAIR_KEY = "floresta"  # a chave do espaço do Tune com os pares (n_estimators, max_depth)
 FOREST_KEYS = ("n_estimators", "max_depth")
 
 
-# ---------------------------------------------------------------- os trials
 def first_trial_delay(result_grid: Any, fit_started: float) -> float:
     """Segundos entre chamar ``Tuner.fit()`` (``fit_started``, um ``time.time()``) e o início do
     1º trial (a métrica ``inicio``): o custo fixo do Tune antes de treinar qualquer coisa."""
@@ -27,7 +23,7 @@ def first_trial_delay(result_grid: Any, fit_started: float) -> float:
 
 def tune_table(result_grid: Any) -> Any:
     """Uma linha por trial (``n_estimators``, ``max_depth``, ``mse``, ``arvores``, ``segundos``),
-    ordenada pelo MSE. Levanta erro se algum trial falhou."""
+    ordenada pelo MSE (os pares na chave :data:`PAIR_KEY` ou soltos, como no Optuna)."""
     if result_grid.errors:
         raise RuntimeError(f"{len(result_grid.errors)} trial(s) falharam: {result_grid.errors[0]}")
     df = result_grid.get_dataframe()
@@ -38,7 +34,6 @@ def tune_table(result_grid: Any) -> Any:
     return out.sort_values("mse", kind="stable").reset_index(drop=True)
 
 
-# ---------------------------------------------------------------- comparações entre buscas
 def cv_rows(search: Any) -> list[tuple[int, int, float, float]]:
     """``(n_estimators, max_depth, mse na validação, segundos de treino)`` de um GridSearchCV."""
     res = search.cv_results_

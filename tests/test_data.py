@@ -29,7 +29,7 @@ def test_smoke_housing_goes_through_sklearn_loader_with_a_fixture(data_dir):
     assert bunch.is_fixture and "SINTÉTICOS" in bunch.source
     assert bunch.data.shape == (2_000, 8) and bunch.target.shape == (2_000,)
     assert bunch.feature_names == REAL_FEATURES
-    assert (data_dir / "fixtures" / "california_housing" / data.HOUSING_FILE).exists()
+    assert (data_dir / "fixtures" / "california_housing_2000" / data.HOUSING_FILE).exists()
     # faixas plausíveis, como no conjunto real (alvo em US$ 100 mil, latitude da Califórnia)
     assert 0.14 < bunch.target.min() and bunch.target.max() <= 5.00001
     assert 32 <= bunch.data[:, 6].min() and bunch.data[:, 6].max() <= 42.1
@@ -112,30 +112,10 @@ def test_corrupt_housing_cache_is_downloaded_again(data_dir, monkeypatch, capsys
     cached = data.make_housing_fixture(data.housing_home(), n_samples=300)
     _truncate(cached)
     monkeypatch.setattr(data, "reachable", lambda *a, **k: None)
-    monkeypatch.setattr(
-        data, "_download_housing", lambda home: data.make_housing_fixture(home, n_samples=120)
-    )
+    monkeypatch.setattr(data, "_fetch", lambda _, home, *a: data.make_housing_fixture(home, 120))
     bunch = data.load_california_housing("full")
     assert bunch.data.shape == (120, 8)
     assert "corrompido" in capsys.readouterr().out
-
-
-def test_interrupted_download_leaves_nothing_half_written(data_dir, monkeypatch, offline):
-    import sklearn.datasets
-
-    def dies_mid_download(data_home, download_if_missing):
-        (data.Path(data_home) / data.HOUSING_FILE).write_bytes(b"metade de um arquivo")
-        raise KeyboardInterrupt  # o aluno apertou Ctrl+C
-
-    monkeypatch.setattr(sklearn.datasets, "fetch_california_housing", dies_mid_download)
-    with pytest.raises(KeyboardInterrupt):
-        data._download_housing(data.housing_home())
-    assert list(data.housing_home().iterdir()) == []  # nem arquivo final, nem pasta temporária
-    monkeypatch.undo()
-    monkeypatch.setenv(data.DATA_DIR_ENV, str(data_dir))
-    monkeypatch.setattr(data, "reachable", lambda *a, **k: OSError("sem rede"))
-    with pytest.raises(data.DatasetUnavailableError, match="não está em"):
-        data.load_california_housing("full")
 
 
 def test_interrupted_tfds_preparation_is_not_taken_for_data(data_dir, offline):

@@ -7,6 +7,7 @@ Os testes que precisam de um processo novo (dividir a CPU antes de o TensorFlow 
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -64,11 +65,6 @@ def test_normalize_images_maps_uint8_to_unit_interval_and_keeps_label():
 def test_global_batch_is_per_replica_times_replicas():
     assert global_batch_size(64, 1) == 64
     assert global_batch_size(64, 2) == 128
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(ValueError, match="inteiro >= 1"):
-            global_batch_size(64, bad)
-        with pytest.raises(ValueError, match="inteiro >= 1"):
-            global_batch_size(bad, 2)
 
 
 def test_get_data_batches_with_global_batch_and_normalizes():
@@ -145,12 +141,6 @@ def test_the_model_trains_without_xla_with_or_without_a_strategy(monkeypatch):
     assert create_model().jit_compile is False
 
 
-def test_setup_devices_rejects_bad_counts():
-    for bad in (0, -2, 1.5, True):
-        with pytest.raises(ValueError, match="logical_cpus"):
-            setup_devices(bad)
-
-
 def test_setup_devices_uses_one_replica_per_gpu(monkeypatch):
     """Com GPUs (simuladas aqui), nada é dividido: memória sob demanda e uma réplica por GPU."""
     from types import SimpleNamespace
@@ -208,17 +198,6 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
 def test_create_model_is_the_seed_cnn_with_consistent_loss():
     model = create_model()
     assert model.output_shape == (None, 100)
-    kinds = [type(layer).__name__ for layer in model.layers]
-    assert kinds == [
-        "Conv2D",
-        "MaxPooling2D",
-        "Conv2D",
-        "MaxPooling2D",
-        "Conv2D",
-        "Flatten",
-        "Dense",
-        "Dense",
-    ]
     convs = [layer for layer in model.layers if isinstance(layer, tf.keras.layers.Conv2D)]
     assert [layer.filters for layer in convs] == [32, 64, 64]
     assert model.layers[-2].units == 64
@@ -281,29 +260,24 @@ def test_epoch_timer_measures_each_epoch():
     assert timer.steady_images_per_second == pytest.approx(64 / sum(later))
     model.fit(train, epochs=1, verbose=0, callbacks=[timer])
     assert len(timer.epoch_seconds) == 1  # um novo fit recomeça a contagem
-    with pytest.raises(RuntimeError, match="callbacks"):
-        EpochTimer(5).steady_images_per_second  # noqa: B018
 
 
 def test_gpu_sampler_without_nvidia_smi_is_empty_and_says_so(monkeypatch):
-    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.setenv("PATH", "/nao/existe")
     with GpuSampler(interval=0.01) as gpu:
         pass
     assert gpu.samples == [] and gpu.mean_utilization() == {}
     assert "nvidia-smi" in gpu.summary()
 
 
-def test_gpu_sampler_parses_nvidia_smi(monkeypatch):
-    gpu = GpuSampler()
-    gpu.available = True
-
+def test_gpu_sampler_averages_each_gpu_while_in_the_block(monkeypatch):
     class Done:
-        stdout = "0, 40, 1000\n1, 60, 2000\n"
+        stdout = "0, 40\n1, 60\n"
 
     monkeypatch.setattr("subprocess.run", lambda *a, **k: Done())
-    gpu._sample_once()
-    gpu._sample_once()
-    assert gpu.mean_utilization() == {0: 40.0, 1: 60.0}
+    with GpuSampler(interval=0.01) as gpu:
+        time.sleep(0.1)
+    assert len(gpu.samples) >= 4 and gpu.mean_utilization() == {0: 40.0, 1: 60.0}
     assert "GPU 1: 60%" in gpu.summary()
 
 

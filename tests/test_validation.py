@@ -131,9 +131,9 @@ CASES = [
         "'10.0.0.1'",
     ),
     (
-        "cluster.head_command",
+        "cluster.start_head",
         "porta fora do intervalo",
-        lambda: cluster.head_command(port=70000),
+        lambda: cluster.start_head(port=70000),
         RuntimeError,
         "70000",
     ),

@@ -1,11 +1,7 @@
-"""Cluster Ray de verdade (lição 04): ``classroom`` (a sala de aula: ``start_head``, ``join``,
-``status``, ``stop``, que imprimem o comando ``ray`` exato), ``local`` (``LocalCluster``: vários
-nós nesta máquina; o autoscaler da lição 04 roda num deles), ``network`` (o que um cluster local
-abre para a rede), ``base`` (o erro, o ``ray``, endereços, portas e o token) e a linha de comando
-``python -m labutils.cluster``.
-
-Seguro por padrão: o painel escuta só em ``127.0.0.1`` a menos que se peça outra interface, e a
-autenticação por token do Ray fica ligada (:mod:`labutils.config`).
+"""Cluster Ray de verdade (lição 04): ``classroom`` (a sala de aula), ``local`` (``LocalCluster``:
+vários nós nesta máquina), ``network`` (o que um cluster local abre para a rede), ``base`` e a
+linha de comando ``python -m labutils.cluster``. Seguro por padrão: o painel só em ``127.0.0.1``
+e a autenticação por token do Ray ligada.
 """
 
 from labutils.cluster.base import (

@@ -29,10 +29,10 @@ def _parser() -> argparse.ArgumentParser:
         help="interface do painel; 0.0.0.0 abre para a rede toda (só em rede fechada!)",
     )
     head.add_argument("--node-ip-address", default=None, help="IP desta máquina na rede da sala")
-    head.add_argument("--no-dashboard", action="store_true")
+    head.add_argument("--no-dashboard", dest="dashboard", action="store_false")
 
     join = sub.add_parser("join", help="junta esta máquina ao cluster (ray start --address)")
-    join.add_argument("address", help="IP:PORTA do nó principal")
+    join.add_argument("head_address", metavar="IP:PORTA", help="o endereço do nó principal")
     join.add_argument("--num-cpus", type=int, default=None)
 
     st = sub.add_parser("status", help="nós e recursos (ray status)")
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("ports", help="as portas que o firewall da sala precisa liberar (tabela)")
 
     local = sub.add_parser("local", help="nó principal + N workers nesta máquina, até Ctrl+C")
-    local.add_argument("--workers", type=int, default=2)
+    local.add_argument("--workers", dest="num_workers", type=int, default=2)
     local.add_argument("--cpus-per-node", type=int, default=1)
     local.add_argument("--dashboard", action="store_true")
     local.add_argument("--dashboard-port", type=int, default=None)
@@ -52,34 +52,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = vars(_parser().parse_args(argv))  # os nomes das opções são os dos parâmetros
+    command = args.pop("command")
     if warning := config.auth_disabled_warning():
         print(f"ATENÇÃO: {warning}", flush=True)
     try:
-        if args.command == "start-head":
-            cluster.start_head(
-                port=args.port,
-                num_cpus=args.num_cpus,
-                dashboard=not args.no_dashboard,
-                dashboard_host=args.dashboard_host,
-                dashboard_port=args.dashboard_port,
-                node_ip_address=args.node_ip_address,
-            )
-        elif args.command == "join":
-            cluster.join(args.address, num_cpus=args.num_cpus)
-        elif args.command == "status":
-            cluster.status(args.address)
-        elif args.command == "ports":
+        if command == "ports":
             print(cluster.ports_table())
-        elif args.command == "stop":
-            cluster.stop(force=args.force)
-        elif args.command == "local":
-            with cluster.LocalCluster(
-                num_workers=args.workers,
-                cpus_per_node=args.cpus_per_node,
-                dashboard=args.dashboard,
-                dashboard_port=args.dashboard_port,
-            ) as local:
+        elif command == "local":
+            with cluster.LocalCluster(**args) as local:
                 print(f"Em outro terminal: export RAY_ADDRESS={local.address}  (Ctrl+C encerra)")
                 try:
                     while True:
@@ -87,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
                 except KeyboardInterrupt:
                     # um 2º Ctrl+C não interrompe a parada
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:
+            run = {"start-head": cluster.start_head, "join": cluster.join}
+            run.update(status=cluster.status, stop=cluster.stop)
+            run[command](**args)
     except (cluster.ClusterError, ConnectionError, ValueError) as err:
         print(f"Erro: {err}")
         return 2

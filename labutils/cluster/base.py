@@ -1,5 +1,5 @@
-"""O que todo o pacote ``cluster`` usa: o erro em português, o executável ``ray`` (rodado
-mostrando o comando), endereços e portas, o token de autenticação e a espera pelos nós."""
+"""O que todo o pacote ``cluster`` usa: o erro, o ``ray`` rodado mostrando o comando, endereços,
+portas, o token de autenticação e a espera pelos nós."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def run_ray(cmd: list[str], *, timeout: float, show_output: bool = True, **run):
 
 def require_free_port(port: int, what: str) -> None:
     """Falha na hora, em português, se a porta é inválida ou já está ocupada nesta máquina."""
-    system.check_port(port, what, ClusterError)
+    system.check_int(port, f"A porta {what}", 1, 65535, ClusterError)
     if system.port_in_use(port):
         raise ClusterError(
             f"A porta {port} ({what}) já está em uso nesta máquina: outro Ray ou outro programa "
@@ -82,19 +82,14 @@ def die_with_parent() -> None:
         _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
-# ---------------------------------------------------------------- o token de autenticação
-# O Ray o procura em RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH e ~/.ray/auth_token
-# (:func:`labutils.config.token_source`). É um segredo: nada aqui o imprime.
+# ---------------------------------------------------------------- o token (um segredo: nada aqui o imprime)
 
 
 def ensure_auth_token(*, generate: bool = True) -> str:
-    """Garante o token do Ray e diz de onde ele vem (sem mostrá-lo); um arquivo de token fica
-    legível só pelo dono (o Ray o grava legível por todos os usuários da máquina).
-
-    Sem token, ``generate`` (o nó principal) gera um com ``ray get-auth-token --generate``. Numa
-    máquina de aluno (``generate=False``) ou com ``RAY_AUTH_TOKEN_PATH`` sem arquivo, um token
-    novo seria recusado pelo nó principal só depois, com um traceback do Ray: aqui,
-    :class:`ClusterError` na hora, dizendo como trazer o dele.
+    """Garante o token do Ray e diz de onde ele vem; o arquivo fica legível só pelo dono (o Ray o
+    grava legível por todos). Sem token, ``generate`` (o nó principal) gera um; numa máquina de
+    aluno (``generate=False``) ou com ``RAY_AUTH_TOKEN_PATH`` sem arquivo, um token novo seria
+    recusado pelo nó principal ~20 s depois: :class:`ClusterError` na hora, dizendo como trazer o dele.
     """
     kind, path = config.token_source()
     if kind == "env":
@@ -127,7 +122,7 @@ def ensure_auth_token(*, generate: bool = True) -> str:
 
 def auth_token() -> str:
     """O token que este processo usaria. É um segredo: não o imprima nem o salve num notebook."""
-    token = config.token_from_env()
+    token = config.env("RAY_AUTH_TOKEN")
     if token:
         return token
     _, path = config.token_source()

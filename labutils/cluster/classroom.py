@@ -1,7 +1,5 @@
-"""O cluster da sala de aula (várias máquinas): :func:`start_head` na máquina do instrutor,
-:func:`join` em cada máquina de aluno, :func:`status` e :func:`stop`. São invólucros finos de
-``ray start``/``status``/``stop`` que **imprimem o comando exato**, para que se aprenda o
-comando e não o invólucro."""
+"""O cluster da sala de aula: :func:`start_head` na máquina do instrutor, :func:`join` em cada
+máquina de aluno, :func:`status` e :func:`stop`; imprimem o comando ``ray`` exato que rodam."""
 
 from __future__ import annotations
 
@@ -9,11 +7,9 @@ import json
 import socket
 from dataclasses import dataclass
 
-from labutils import system
 from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
-    ClusterError,
     ensure_auth_token,
     require_free_port,
     run_ray,
@@ -37,9 +33,8 @@ class Port:
 
 
 #: As portas que ``start-head`` e ``join`` fixam: o firewall da sala libera estas (TCP, entre as
-#: máquinas da sala) e nada mais. A tabela da lição 04 e do README é esta (``tests/test_cluster.py``
-#: confere) e ``tests/test_classroom_machines.py`` monta o firewall com ela. O painel escuta só em
-#: 127.0.0.1: não precisa de regra.
+#: máquinas da sala) e nada mais (o painel escuta só em 127.0.0.1). A tabela da lição 04 e do
+#: README, e o firewall de ``tests/test_classroom_machines.py``, saem daqui.
 CLASSROOM_PORTS = (
     Port("--port", DEFAULT_PORT, DEFAULT_PORT, "GCS: o registro do cluster", head_only=True),
     Port("--ray-client-server-port", 10001, 10001, "Ray Client (`ray://`)", head_only=True),
@@ -122,11 +117,6 @@ def head_command(
     """O comando ``ray start --head ...`` (sem executá-lo). ``classroom_ports``: as portas de
     :data:`CLASSROOM_PORTS` e :data:`CLASSROOM_SYSTEM_CONFIG`; o ``LocalCluster``, com vários
     nós numa máquina, passa as suas em ``extra``."""
-    system.check_port(port, "--port", ClusterError)
-    if dashboard:
-        system.check_port(dashboard_port, "--dashboard-port", ClusterError)
-    if num_cpus is not None:
-        system.check_int(num_cpus, "--num-cpus", 0, error=ClusterError)
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
     if classroom_ports:
         cmd += port_flags(head=True)
@@ -145,40 +135,22 @@ def head_command(
     return cmd
 
 
-def start_head(
-    *,
-    port: int = DEFAULT_PORT,
-    num_cpus: int | None = None,
-    dashboard: bool = True,
-    dashboard_host: str = LOCALHOST,
-    dashboard_port: int = DEFAULT_DASHBOARD_PORT,
-    node_ip_address: str | None = None,
-    timeout: float = 90,
-) -> str:
-    """Inicia o nó principal nesta máquina (``ray start --head``); devolve ``IP:PORTA``.
-
-    O painel escuta só em ``127.0.0.1`` por padrão; ``dashboard_host="0.0.0.0"`` o abre para a
-    rede toda, e quem alcança a porta pode enviar código ao cluster (só numa rede fechada).
-    """
+def start_head(*, timeout: float = 90, **options) -> str:
+    """Inicia o nó principal nesta máquina (``ray start --head``, com as ``options`` de
+    :func:`head_command`); devolve ``IP:PORTA``. O painel escuta só em ``127.0.0.1`` por padrão;
+    ``dashboard_host="0.0.0.0"`` o abre para a rede toda (só numa rede fechada)."""
+    port = options.get("port", DEFAULT_PORT)
     require_free_port(port, "--port")
-    if dashboard:
-        require_free_port(dashboard_port, "--dashboard-port")
-        if dashboard_host in ("0.0.0.0", "::"):
+    if options.get("dashboard", True):
+        require_free_port(options.get("dashboard_port", DEFAULT_DASHBOARD_PORT), "--dashboard-port")
+        if options.get("dashboard_host") in ("0.0.0.0", "::"):
             print(
                 "ATENÇÃO: painel aberto para toda a rede (--dashboard-host=0.0.0.0). Qualquer "
                 "máquina que alcance esta porta pode enviar jobs ao cluster. Só numa rede fechada!"
             )
     token_source = ensure_auth_token()
-    cmd = head_command(
-        port=port,
-        num_cpus=num_cpus,
-        dashboard=dashboard,
-        dashboard_host=dashboard_host,
-        dashboard_port=dashboard_port,
-        node_ip_address=node_ip_address,
-    )
-    run_ray(cmd, timeout=timeout, leave_running=True)  # os serviços do nó ficam no ar
-    address = f"{node_ip_address or local_ip()}:{port}"
+    run_ray(head_command(**options), timeout=timeout, leave_running=True)  # o nó fica no ar
+    address = f"{options.get('node_ip_address') or local_ip()}:{port}"
     print(
         f"\nNó principal no ar em {address}. Em cada máquina de aluno (mesmo ambiente Python):\n"
         f"  1. traga o token deste nó ({token_source}) para ~/.ray/auth_token, com chmod 600\n"

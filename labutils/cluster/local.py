@@ -1,9 +1,6 @@
-"""Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`.
-
-Cada nó é um ``ray start --block`` num grupo de processos próprio, com portas, recursos e
-``--temp-dir`` próprios; :meth:`LocalCluster.stop` encerra só esses processos (nunca
-``ray stop``). O painel escuta só em ``127.0.0.1``; o que o Ray ainda abre para a rede está em
-:data:`labutils.cluster.network.NETWORK_LISTENERS`.
+"""Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`. Cada nó é
+um ``ray start --block`` num grupo de processos próprio, com portas e ``--temp-dir`` próprios;
+:meth:`LocalCluster.stop` encerra só esses processos (nunca ``ray stop``).
 """
 
 from __future__ import annotations
@@ -43,8 +40,8 @@ START_TIMEOUT_S = 120.0
 
 class LocalCluster:
     """Um nó principal e ``num_workers`` workers nesta máquina, cada um com ``cpus_per_node``
-    CPUs (``head_cpus`` muda só as do principal). Com ``--temp-dir`` exclusivo, nenhum nó vira
-    "o último cluster" ao qual um ``ray.init()`` qualquer desta máquina se conectaria.
+    CPUs (``head_cpus`` muda só as do principal). Com ``--temp-dir`` exclusivo, nenhum vira "o
+    último cluster" ao qual um ``ray.init()`` qualquer desta máquina se conectaria.
 
     >>> with LocalCluster(num_workers=2) as cluster:   # doctest: +SKIP
     ...     ray.init(address=cluster.address)
@@ -64,8 +61,6 @@ class LocalCluster:
     ) -> None:
         system.check_int(num_workers, "num_workers", 0)
         system.check_int(cpus_per_node, "cpus_per_node")
-        if head_cpus is not None:
-            system.check_int(head_cpus, "head_cpus", 0)
         if dashboard_port is not None:
             require_free_port(dashboard_port, "dashboard_port")
         self.num_workers = num_workers
@@ -128,9 +123,8 @@ class LocalCluster:
         return self
 
     def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
-        """Sobe os nós ``indices`` em paralelo. Numa máquina sobrecarregada o raylet pode passar
-        dos 30 s (fixos) que o Ray espera pelo registro ("timed out during startup"): outra
-        tentativa costuma bastar."""
+        """Sobe os nós ``indices`` em paralelo; um que não registrou nos 30 s (fixos) do Ray numa
+        máquina sobrecarregada ("timed out during startup") ganha outra tentativa."""
         for attempt in range(1, attempts + 1):
             pending = [self._spawn_node(i, attempt) for i in indices]
             failed = []
