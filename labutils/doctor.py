@@ -260,8 +260,7 @@ HOST_TIMEOUT_S = 2.0
 
 
 def check_cpus(count: int | None = None) -> Row:
-    if count is None:
-        count = system.usable_cpus()
+    count = system.usable_cpus() if count is None else count
     if count < 2:
         return Row(
             WARN,
@@ -288,10 +287,7 @@ def check_scale() -> Row:
 
 def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
     """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
-    try:
-        smoke = config.current_scale() == "smoke"
-    except ValueError:
-        smoke = False
+    smoke = (config.env(SCALE_ENV) or "").lower() == "smoke"
     missing = f"ausente em {data_dir()}"
     rows = []
     for name, present in data.datasets_present().items():

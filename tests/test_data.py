@@ -77,6 +77,8 @@ def test_smoke_cifar_is_mock_data_through_tfds(data_dir):
 
 
 def test_full_cifar_missing_offline_is_a_clear_message(data_dir, offline):
+    # o tfds prepara numa pasta "*.incomplete*" e só a renomeia no fim: não conta como dados
+    (data_dir / "cifar100" / "3.0.2.incomplete.abc123").mkdir(parents=True)
     start = time.perf_counter()
     with pytest.raises(data.DatasetUnavailableError, match="CIFAR-100 não está em"):
         data.load_cifar100("full")
@@ -95,34 +97,19 @@ def test_cli_status_reports_missing_data(data_dir, capsys):
 # ---------------------------------------------------------------- downloads interrompidos
 
 
-def _truncate(path):
-    raw = path.read_bytes()
-    path.write_bytes(raw[: len(raw) // 3])
-
-
-def test_corrupt_housing_cache_names_the_file_to_delete(data_dir):
+def test_corrupt_housing_cache_names_the_file_to_delete_or_is_downloaded_again(
+    data_dir, monkeypatch, capsys
+):
     cached = data.make_housing_fixture(data.housing_home(), n_samples=300)
-    _truncate(cached)
+    raw = cached.read_bytes()
+    cached.write_bytes(raw[: len(raw) // 3])  # um download interrompido
     with pytest.raises(data.DatasetUnavailableError) as err:
         data.load_california_housing("full", download=False)
     assert f"rm {cached}" in str(err.value) and "download interrompido" in str(err.value)
-
-
-def test_corrupt_housing_cache_is_downloaded_again(data_dir, monkeypatch, capsys):
-    cached = data.make_housing_fixture(data.housing_home(), n_samples=300)
-    _truncate(cached)
-    monkeypatch.setattr(data, "reachable", lambda *a, **k: None)
     monkeypatch.setattr(data, "_fetch", lambda _, home, *a: data.make_housing_fixture(home, 120))
     bunch = data.load_california_housing("full")
     assert bunch.data.shape == (120, 8)
     assert "corrompido" in capsys.readouterr().out
-
-
-def test_interrupted_tfds_preparation_is_not_taken_for_data(data_dir, offline):
-    # o tfds prepara numa pasta "*.incomplete*" e só a renomeia no fim
-    (data_dir / "cifar100" / "3.0.2.incomplete.abc123").mkdir(parents=True)
-    with pytest.raises(data.DatasetUnavailableError, match="CIFAR-100 não está em"):
-        data.load_cifar100("full")
 
 
 def test_rehearsal_data_have_the_real_size_and_say_they_are_synthetic(tmp_path, monkeypatch):

@@ -140,11 +140,6 @@ def test_split_trees_covers_all_trees(n, k):
     assert max(s for _, s in parts) - min(s for _, s in parts) <= 1
 
 
-def test_split_trees_rejects_zero_chunks():
-    with pytest.raises(ValueError, match="devem ser positivos, recebi 10 e 0"):
-        split_trees(10, 0)
-
-
 def test_plan_chunks_covers_grid_and_balances():
     chunks = plan_chunks(SEED_GRID, cores=2, chunks_per_core=4)
     for n, d in SEED_GRID:
