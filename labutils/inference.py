@@ -31,8 +31,9 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
     from labutils.lesson05 import create_model, get_data
     from labutils.tf import lesson_model_path, save_lesson_model
 
+    size = sizes(scale)
     path = Path(path) if path else lesson_model_path()
-    quick = path.with_name(f"{path.stem}_rapido_{sizes(scale).scale}.keras")
+    quick = path.with_name(f"{path.stem}_rapido_{size.scale}.keras")
     for found, origin in ((path, "salvo pela lição 05"), (quick, "do treino rápido anterior")):
         try:  # arquivo ausente, truncado ou de outra versão: segue para o próximo / treina
             return tf.keras.models.load_model(found, compile=False), f"modelo {origin}: {found}"
@@ -40,7 +41,6 @@ def load_or_train(scale: str | None = None, *, path: Path | None = None) -> tupl
             continue
     from labutils.data import load_cifar100
 
-    size = sizes(scale)
     cifar = load_cifar100(size.scale)
     tf.keras.utils.set_random_seed(0)
     train, _ = get_data(cifar.train, cifar.test, batch_per_replica=size.batch_per_replica, seed=0)
@@ -63,7 +63,6 @@ class Images:
     test: np.ndarray
     test_labels: np.ndarray
     stream: np.ndarray
-    stream_labels: np.ndarray
     source: str
 
 
@@ -79,7 +78,7 @@ def load_images(scale: str | None = None) -> Images:
     x = np.concatenate([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts]).astype(np.int64)
     index = np.arange(size.inference_images) % len(x)
-    return Images(x, y, x[index], y[index], cifar.source)
+    return Images(x, y, x[index], cifar.source)
 
 
 def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:

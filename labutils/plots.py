@@ -44,21 +44,18 @@ def plot_comparison(
     ax_t.plot(x, dist_each, "o-", color="tab:blue", label="Distribuído (cada tarefa)")
     rotate = {"rotation": 45, "ha": "right"} if k > 6 else {}
     ax_t.set_xticks(x, [f"({n}, {d})" for n, d in order], **rotate)
-    ax_t.set_xlabel("Configuração (n_estimators, max_depth)")
-    ax_t.set_ylabel("Tempo (s)")
-    ax_t.set_ylim(bottom=0)
+    ax_t.set(xlabel="Configuração (n_estimators, max_depth)", ylabel="Tempo (s)", ylim=(0, None))
+    ax_t.set_title("Tempo por configuração")
     ax_t.grid(True, linestyle=":")
     ax_t.legend(loc="upper left", fontsize="small")
-    ax_t.set_title("Tempo por configuração")
 
     totals = [central_total, distributed_total]
     bars = ax_b.barh(["Centralizado", "Distribuído"], totals, color=["tab:red", "tab:blue"], ec="k")
     ax_b.bar_label(
         bars, labels=[f"{t:.1f} s" if t >= 10 else f"{t:.2f} s" for t in totals], padding=3
     )
-    ax_b.set_xlabel("Tempo total (s)")
-    ax_b.set_xlim(0, max(totals) * 1.3 if max(totals) > 0 else 1)
-    speedup = central_total / distributed_total if distributed_total > 0 else float("nan")
+    speedup = central_total / distributed_total
+    ax_b.set(xlabel="Tempo total (s)", xlim=(0, max(totals) * 1.3))
     ax_b.set_title(f"Tempo total (speedup {speedup:.2f}×)")
     ax_b.grid(True, axis="x", linestyle=":")
     fig.tight_layout()
@@ -83,8 +80,10 @@ def plot_speedups(
     ax.axvline(cores, color="tab:green", linestyle="--", label=f"núcleos ({cores:g})")
     ax.set_yticks(y, list(names))
     ax.invert_yaxis()
-    ax.set_xlabel("Speedup sobre a busca centralizada (×)")
-    ax.set_xlim(0, max([*speedups, *bounds, cores]) * 1.2)
+    ax.set(
+        xlabel="Speedup sobre a busca centralizada (×)",
+        xlim=(0, max(*speedups, *bounds, cores) * 1.2),
+    )
     ax.grid(True, axis="x", linestyle=":")
     ax.legend(
         loc="upper center",
@@ -106,9 +105,7 @@ def _timeline_panel(ax, rows, bars, labels, colors, title):
         ax.barh(y, end - start, left=start, height=0.6, color=colors[label], ec="k", lw=0.6)
         if end - start > 0.08 * total:  # rótulo só onde cabe
             ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize="small")
-    ax.set_title(title)
-    ax.set_xlabel("Tempo desde o envio (s)")
-    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set(title=title, xlabel="Tempo desde o envio (s)", ylim=(len(rows) - 0.5, -0.5))
     ax.grid(True, axis="x", linestyle=":")
 
 
@@ -174,8 +171,7 @@ def plot_training(runs: dict[str, Run]) -> Any:
         for name, run in runs.items():
             ys = list(values(run))
             ax.plot(range(1, len(ys) + 1), ys, marker="o", label=name)
-        ax.set_title(title)
-        ax.set_xlabel("época")
+        ax.set(title=title, xlabel="época")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend()

@@ -90,7 +90,7 @@ def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
 
     assert main(["ports"]) == 0
     table = capsys.readouterr().out
-    cmd = " ".join(cluster.head_command())
+    cmd = " ".join(classroom.head_command())
     for port in cluster.CLASSROOM_PORTS:
         assert f"| {port.first}" in table, port
         if port.flag:

@@ -18,7 +18,7 @@ import pytest
 import ray
 
 from labutils import cluster, config, raytools, system
-from labutils.cluster import classroom, network
+from labutils.cluster import base, classroom, network
 from labutils.cluster.__main__ import main as cli_main
 
 
@@ -115,7 +115,7 @@ def test_an_existing_token_file_becomes_readable_only_by_its_owner(tmp_path, mon
         token.parent.mkdir()
     token.write_text("segredo\n")
     token.chmod(0o644)
-    assert cluster.ensure_auth_token() == str(token)
+    assert base.ensure_auth_token() == str(token)
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
     assert cluster.auth_token() == "segredo"
 

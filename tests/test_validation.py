@@ -92,9 +92,9 @@ CASES = [
         "recebi 0",
     ),
     (
-        "cluster.split_address",
+        "cluster.join",
         "sem porta",
-        lambda: cluster.split_address("10.0.0.1"),
+        lambda: cluster.join("10.0.0.1"),
         RuntimeError,
         "'10.0.0.1'",
     ),

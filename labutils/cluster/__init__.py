@@ -4,22 +4,8 @@ linha de comando ``python -m labutils.cluster``. Seguro por padrão: o painel s�
 e a autenticação por token do Ray ligada.
 """
 
-from labutils.cluster.base import (
-    ClusterError,
-    auth_token,
-    ensure_auth_token,
-    split_address,
-    wait_for_nodes,
-)
-from labutils.cluster.classroom import (
-    CLASSROOM_PORTS,
-    head_command,
-    join,
-    ports_table,
-    start_head,
-    status,
-    stop,
-)
+from labutils.cluster.base import ClusterError, auth_token, wait_for_nodes
+from labutils.cluster.classroom import CLASSROOM_PORTS, join, ports_table, start_head, status, stop
 from labutils.cluster.local import LocalCluster
 
 __all__ = [
@@ -27,11 +13,8 @@ __all__ = [
     "ClusterError",
     "LocalCluster",
     "auth_token",
-    "ensure_auth_token",
-    "head_command",
     "join",
     "ports_table",
-    "split_address",
     "start_head",
     "status",
     "stop",

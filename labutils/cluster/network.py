@@ -1,6 +1,4 @@
-"""Que portas um cluster local abre para a rede, e por quê: :func:`listeners` lista os sockets
-TCP escutando dos processos de um cluster e, para cada um fora do loopback, o motivo conhecido
-em :data:`NETWORK_LISTENERS` (ou ``None``: ``tests/test_cluster_security.py`` falha)."""
+"""Que portas um cluster local abre para a rede, e por quê (:func:`listeners`)."""
 
 from __future__ import annotations
 
