@@ -83,9 +83,9 @@ _SIZES = {
 _BY_SCALE = {s: Sizes(s, **{k: v[i] for k, v in _SIZES.items()}) for i, s in enumerate(SCALES)}
 
 
-def pick(*, full: T, smoke: T) -> T:
+def pick(*, full: T, smoke: T, scale: str | None = None) -> T:
     """O valor da escala: ``pick(full=200, smoke=10)``, para tamanhos que só uma lição usa."""
-    return full if current_scale() == "full" else smoke
+    return full if (scale or current_scale()) == "full" else smoke
 
 
 def current_scale() -> str:
