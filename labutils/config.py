@@ -172,7 +172,7 @@ def tf_config() -> dict:
     """O ``TF_CONFIG`` deste processo (os workers e o índice deste), ou ``{}`` se ausente."""
     import json
 
-    return json.loads(os.environ.get("TF_CONFIG") or "{}")
+    return json.loads(env("TF_CONFIG") or "{}")
 
 
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -17,9 +17,6 @@ from labutils import cluster, config, system
 from labutils.cluster import ClusterError, LocalCluster, classroom, local
 from labutils.cluster.__main__ import main as cli_main
 
-REPO = Path(__file__).resolve().parents[1]
-
-
 # ------------------------------------------------------------------ rápidos (sem cluster)
 
 

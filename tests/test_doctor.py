@@ -6,7 +6,6 @@ import contextlib
 import socket
 import time
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -14,9 +13,6 @@ from packaging.specifiers import SpecifierSet
 
 from labutils import data, doctor, system
 from labutils.doctor import FAIL, OK, WARN, Row
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 # ---------------------------------------------------------------- versões
 
