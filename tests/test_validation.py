@@ -17,6 +17,7 @@ from unittest import mock
 import pytest
 
 from labutils import cluster, config, multiworker, raytools
+from labutils.cluster.__main__ import main as cluster_main
 from tools.bench.__main__ import main as bench_main
 
 FAST_S = 5.0
@@ -111,6 +112,20 @@ CASES = [
         lambda: _cli(bench_main, ["--only", "gpu"]),
         ValueError,
         "'gpu'",
+    ),
+    (
+        "python -m labutils.cluster",
+        "start-head --num-cpus -1",
+        lambda: _cli(cluster_main, ["start-head", "--num-cpus", "-1"]),
+        ValueError,
+        "recebi '-1'",
+    ),
+    (
+        "python -m labutils.cluster",
+        "local --workers 0",
+        lambda: _cli(cluster_main, ["local", "--workers", "0"]),
+        ValueError,
+        "recebi '0'",
     ),
     ("cluster.join", "endereço ruim", lambda: cluster.join("servidor"), RuntimeError, "'servidor'"),
 ]

@@ -13,6 +13,14 @@ from labutils.cluster.base import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT
 from labutils.system import LOCALHOST
 
 
+def _at_least_one(text: str) -> int:
+    """CPUs e workers: um inteiro ≥ 1, recusado aqui, antes de chegar ao ``ray start``."""
+    value = int(text) if text.lstrip("+").isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"esperava um inteiro ≥ 1, recebi {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m labutils.cluster", description="Cluster Ray do laboratório."
@@ -21,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
 
     head = sub.add_parser("start-head", help="inicia o nó principal (ray start --head)")
     head.add_argument("--port", type=int, default=DEFAULT_PORT)
-    head.add_argument("--num-cpus", type=int, default=None)
+    head.add_argument("--num-cpus", type=_at_least_one, default=None)
     head.add_argument("--dashboard-port", type=int, default=DEFAULT_DASHBOARD_PORT)
     head.add_argument(
         "--dashboard-host",
@@ -33,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
 
     join = sub.add_parser("join", help="junta esta máquina ao cluster (ray start --address)")
     join.add_argument("head_address", metavar="IP:PORTA", help="o endereço do nó principal")
-    join.add_argument("--num-cpus", type=int, default=None)
+    join.add_argument("--num-cpus", type=_at_least_one, default=None)
 
     st = sub.add_parser("status", help="nós e recursos (ray status)")
     st.add_argument("address", nargs="?", default=None)
@@ -44,8 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("ports", help="as portas que o firewall da sala precisa liberar (tabela)")
 
     local = sub.add_parser("local", help="nó principal + N workers nesta máquina, até Ctrl+C")
-    local.add_argument("--workers", dest="num_workers", type=int, default=2)
-    local.add_argument("--cpus-per-node", type=int, default=1)
+    local.add_argument("--workers", dest="num_workers", type=_at_least_one, default=2)
+    local.add_argument("--cpus-per-node", type=_at_least_one, default=1)
     local.add_argument("--dashboard", action="store_true")
     local.add_argument("--dashboard-port", type=int, default=None)
     return parser
