@@ -49,3 +49,14 @@ def run_measure(
         late=f"passou do limite de {timeout:g} s e foi encerrado (SIGKILL).",
         failed="o processo de medida terminou sem resultado",
     )
+
+
+def measure_main(measure: Any, arg: str) -> int:
+    """O fim de um processo de medida: o JSON de ``measure(arg)``, ou ``{"error": ...}``, na
+    última linha (o que :func:`run_measure` lê)."""
+    try:
+        out = measure(json.loads(arg))
+    except Exception as err:  # a linha do relatório diz o que falhou (ex.: os dados faltam)
+        out = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:600]}"}
+    print(system.JSON_MARK + json.dumps(out), flush=True)
+    return 0

@@ -13,28 +13,22 @@ ele, nada é medido, a não ser com ``--synthetic-data`` (e o relatório diz iss
 O limite medido é "lado a lado": os atores do pool, cada um com sua parte das imagens já no
 object store, começando juntos (:class:`SideBySide`); tarefas, pool e Ray Data são lidos contra o
 menor entre ele e os núcleos. O Ray Data é medido do início ao fim e "com os atores no ar" (os
-relógios ``t_start``/``t_end`` do ``BatchPredictor``); nesse trecho o :class:`CpuSampler` mede
-para onde foram os núcleos, e a meta (:data:`TARGET_OF_BOUND`) traz essa conta se não cumprida.
+relógios ``t_start``/``t_end`` do ``BatchPredictor``); a meta é :data:`TARGET_OF_BOUND`.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from labutils import system
 from labutils.config import pick, sizes
 from labutils.system import usable_cpus
-from tools.bench import run_measure
-from tools.bench.report import Measurement, Report, effective_bound, verdict
+from tools.bench import measure_main, run_measure
+from tools.bench.report import Measurement, Report, verdict
 
 SECTION = "Inferência em lote (lição 06)"
 IPS = "imagens/s"
@@ -87,9 +81,6 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         "dividem os 2 núcleos com a leitura, a gravação e o executor do Ray Data",
     }
     side = statistics.median(values["side"]) / base if "side" in values else None
-    cpu = cpu_line(meta.get("data_cpu", {}))
-    if cpu:
-        notes["data_steady"] += f"; {cpu}"
     rows = {}
     for key, approach in ROWS.items():
         if key not in values:
@@ -100,122 +91,19 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
         note = notes[key]
         if bound and side and key in SIDE_BOUNDED:
             note += f"; limite: o menor entre {bound:.2f}x (núcleos) e o lado a lado ({side:.2f}x)"
-            bound = effective_bound(bound, side)
+            bound = min(bound, side)
         measurement = Measurement(SECTION, approach, IPS, values[key], speedup, bound, note, True)
         rows[key] = report.add(measurement)
-    report.conclude(SECTION, target_line(rows.get("data_steady"), cpu))
+    report.conclude(SECTION, target_line(rows.get("data_steady")))
 
 
-def cpu_line(shares: dict[str, float]) -> str:
-    """``para onde foram os núcleos nesse trecho (CpuSampler): atores 78%, ...``, ou vazio."""
-    if not shares:
-        return ""
-    parts = ", ".join(f"{role} {100 * share:.0f}%" for role, share in shares.items())
-    return f"para onde foram os núcleos nesse trecho (CpuSampler): {parts}"
-
-
-def target_line(steady: Measurement | None, cpu: str) -> str:
+def target_line(steady: Measurement | None) -> str:
     """A meta do Ray Data, conferida com os números desta execução, numa linha."""
     goal = f"Ray Data com os atores no ar ≥ {100 * TARGET_OF_BOUND:.0f}% do limite medido"
     if steady is None or steady.of_bound is None:
         return f"{goal}: não conferida (linha não medida)"
-    ok = steady.of_bound >= TARGET_OF_BOUND
-    line = (f"{goal}: {steady.speedup:.2f}x = {100 * steady.of_bound:.1f}% de "
-            f"{steady.bound:.2f}x → {verdict(ok)}")  # fmt: skip
-    return line if ok or not cpu else f"{line}; {cpu}"
-
-
-# ---------------------------------------------------------------- para onde vai a CPU
-
-#: os papéis da CPU no trecho do Ray Data com os atores no ar, na ordem do relatório
-CPU_ROLES = ("atores (Predictor)", "leitura e gravação (tarefas do Ray Data)",
-             "driver (executor do Ray Data, este processo)", "Ray (GCS, raylet, painel, agentes)",
-             "outros processos do Ray", "fora do Ray", "ociosa")  # fmt: skip
-RAY_SYSTEM = ("ray/dashboard", "log_monitor", "autoscaler/_private/monitor", "runtime_env/agent",
-              "ray::DashboardAgent", "ray::RuntimeEnvAgent")  # fmt: skip
-
-
-def cpu_role(pid: int, name: str, cmdline: str) -> str:
-    """O papel de um processo (um de :data:`CPU_ROLES`); relido a cada amostra, porque um worker
-    do Ray muda de nome (``ray::IDLE`` → ``ray::MapWorker(...)``)."""
-    if pid == os.getpid():
-        return CPU_ROLES[2]
-    if "Predictor" in cmdline or "MapWorker" in cmdline:
-        return CPU_ROLES[0]
-    if cmdline.startswith("ray::") and ("Read" in cmdline or "Write" in cmdline):
-        return CPU_ROLES[1]
-    if name in ("gcs_server", "raylet") or any(part in cmdline for part in RAY_SYSTEM):
-        return CPU_ROLES[3]
-    if cmdline.startswith("ray::") or "/ray/" in cmdline:
-        return CPU_ROLES[4]
-    return CPU_ROLES[5]
-
-
-class CpuSampler:
-    """``with CpuSampler() as cpu:`` amostra, a cada ``every`` s numa thread, o tempo de CPU de
-    cada processo da máquina e o ocioso dos núcleos deste processo (``psutil``, ~6 ms por
-    amostra, contados no driver); :meth:`shares` diz depois para onde foram os núcleos."""
-
-    def __init__(self, every: float = 0.25) -> None:
-        self.every, self._cpus = every, sorted(os.sched_getaffinity(0))
-        self._idle: list[tuple[float, float]] = []  # (hora, ocioso acumulado dos núcleos)
-        self._procs: dict[int, tuple[float, list[tuple[float, float, str]]]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> CpuSampler:
-        self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            self._sample()
-
-    def _sample(self) -> None:
-        import psutil
-
-        now, per_cpu = time.time(), psutil.cpu_times(percpu=True)
-        self._idle.append((now, sum(per_cpu[i].idle + getattr(per_cpu[i], "iowait", 0.0)
-                                    for i in self._cpus)))  # fmt: skip
-        for proc in psutil.process_iter(["name", "cmdline", "cpu_times", "create_time"]):
-            info = proc.info
-            if info["cpu_times"] is None:
-                continue  # sumiu ou não se pode ler
-            role = cpu_role(proc.pid, info["name"] or "", " ".join(info["cmdline"] or []))
-            cpu = info["cpu_times"].user + info["cpu_times"].system
-            self._procs.setdefault(proc.pid, (info["create_time"] or 0.0, []))[1].append(
-                (now, cpu, role)
-            )
-
-    def shares(self, start: float, end: float) -> dict[str, float]:
-        """A fração de ``núcleos × (end − start)`` de cada papel entre ``start`` e ``end``
-        (``time.time``). Entre duas amostras, a CPU conta pela parte do intervalo dentro do
-        trecho, para o papel da amostra seguinte (ou da anterior, se era ator ou leitura e virou
-        ``ray::IDLE`` no meio)."""
-        span = len(self._cpus) * (end - start)
-        if span <= 0:
-            raise ValueError(f"trecho vazio: de {start} a {end}.")
-        used = dict.fromkeys(CPU_ROLES, 0.0)
-        for created, samples in self._procs.values():
-            if 0 < created < samples[0][0]:  # nasceu entre amostras: partiu de 0
-                samples = [(created, 0.0, samples[0][2]), *samples]
-            for (t0, c0, r0), (t1, c1, r1) in itertools.pairwise(samples):
-                role = r0 if r1 == CPU_ROLES[4] and r0 in CPU_ROLES[:2] else r1
-                used[role] += (c1 - c0) * _overlap(t0, t1, start, end)
-        for (t0, c0), (t1, c1) in itertools.pairwise(self._idle):
-            used[CPU_ROLES[-1]] += (c1 - c0) * _overlap(t0, t1, start, end)
-        return {role: value / span for role, value in used.items()}
-
-
-def _overlap(t0: float, t1: float, start: float, end: float) -> float:
-    """A fração do intervalo ``[t0, t1]`` dentro de ``[start, end]``."""
-    return max(0.0, min(t1, end) - max(t0, start)) / (t1 - t0) if t1 > t0 else 0.0
+    return (f"{goal}: {steady.speedup:.2f}x = {100 * steady.of_bound:.1f}% de "
+            f"{steady.bound:.2f}x → {verdict(steady.of_bound >= TARGET_OF_BOUND)}")  # fmt: skip
 
 
 # ---------------------------------------------------------------- lado do processo de medida
@@ -290,7 +178,6 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degrau
         blob_ref = ray.put(blob)
         cores = min(float(usable_cpus()), ray.cluster_resources().get("CPU", 1.0))
         reference_task = ray.remote(num_cpus=cores, max_calls=1)(all_threads)  # processo novo
-        data_cpu: dict[str, list[float]] = {}
         for _ in range(repeats):
             lesson.predict_labels(model, stream[:batch], batch)  # compila o grafo
             start = time.perf_counter()
@@ -333,11 +220,10 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degrau
                     ray.kill(a)
 
             inference.plan_pool(n_actors, data_cpus, reserve=inference.IO_CPUS)
-            with CpuSampler() as cpu:  # a 1ª e a última amostra ficam fora do trecho medido
-                wall = time.time()
-                seconds = lesson.classificar_com_ray_data(
-                    folder / "imagens", folder / "previsoes", blob, n_actors, batch, data_cpus
-                )
+            wall = time.time()
+            seconds = lesson.classificar_com_ray_data(
+                folder / "imagens", folder / "previsoes", blob, n_actors, batch, data_cpus
+            )
             back = pd.read_parquet(folder / "previsoes").sort_values("id", ignore_index=True)
             preds = back["label"].to_numpy(), back["confidence"].to_numpy()
             inference.check_same_labels(base, preds, ROWS["data"])
@@ -345,32 +231,16 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degrau
             results["data"].append(len(back) / seconds)
             results["data_steady"].append(len(back) / (last - first))
             startup_s = first - wall
-            for role, share in cpu.shares(first, last).items():
-                data_cpu.setdefault(role, []).append(share)
         pooled = inference.cores_bound(n_actors, 1)  # processos de 1 thread lado a lado
         bounds = {"all_threads": inference.cores_bound(1, threads),
                   **dict.fromkeys(("tasks", "pool", "side", "data", "data_steady"), pooled)}  # fmt: skip
         meta = {"images": len(stream), "batch": batch, "source": source, "threads": threads,
                 "task_images": len(task_images), "reload_s": reload_s, "actors": n_actors,
-                "data_cpus": data_cpus, "bounds": bounds, "data_startup_s": startup_s,
-                "data_cpu": {k: statistics.median(v) for k, v in data_cpu.items()}}  # fmt: skip
+                "data_cpus": data_cpus, "bounds": bounds, "data_startup_s": startup_s}  # fmt: skip
     finally:
         ray.shutdown()
     return {"meta": meta, "results": results}
 
 
-def _main(argv: list[str]) -> int:
-    from labutils.data import DatasetUnavailableError
-
-    try:
-        out = measure(json.loads(argv[0]))
-    except DatasetUnavailableError as err:
-        out = {"error": "DatasetUnavailableError: " + " ".join(str(err).split())}
-    except Exception as err:  # a linha do relatório diz o que falhou
-        out = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:400]}"}
-    print(system.JSON_MARK + json.dumps(out), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    raise SystemExit(measure_main(measure, sys.argv[1]))

@@ -31,10 +31,6 @@ class Measurement:
     note: str = ""
     higher_is_better: bool = False
 
-    def __post_init__(self) -> None:
-        if not self.values:
-            raise ValueError(f"{self.section}/{self.approach}: nenhuma repetição medida.")
-
     @property
     def median(self) -> float:
         return statistics.median(self.values)
@@ -162,18 +158,6 @@ class Report:
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
-
-
-def effective_bound(schedule: float, measured: float) -> float:
-    """O limite de uma abordagem: o menor entre o calculado (da fila de tarefas, ou os núcleos)
-    e o da máquina (medido lado a lado).
-
-    Na busca, é ``trabalho / max(tarefa mais longa, trabalho × lentidão / núcleos)``: o da fila
-    já é ``min(trabalho / mais longa, núcleos)``, e o medido é ``núcleos / lentidão``.
-    """
-    if schedule <= 0 or measured <= 0:
-        raise ValueError(f"limites devem ser positivos, recebi {schedule} e {measured}.")
-    return min(schedule, measured)
 
 
 def verdict(ok: bool) -> str:

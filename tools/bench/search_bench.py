@@ -32,7 +32,7 @@ from labutils.config import pick, sizes
 from labutils.lesson02 import fit_and_score, most_expensive_first, speedup_bound
 from labutils.timing import Timer
 from labutils.tuning import cv_rows, first_trial_delay, tune_table
-from tools.bench.report import Measurement, Report, effective_bound, verdict
+from tools.bench.report import Measurement, Report, verdict
 from tools.lesson_code import load
 
 LESSON_02 = load("02_busca_hiperparametros")  # os blocos de árvores
@@ -303,9 +303,6 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
 def measured_bound(alone_s: Sequence[float], side_s: Sequence[float], copies: int) -> float:
     """``copies × mediana(laço sozinho) / mediana(lado a lado)``: ``copies`` com núcleos ideais;
     cada ponto que as florestas juntas perdem dividindo memória e cache sai daqui."""
-    values = [*alone_s, *side_s] or [0.0]
-    if copies < 1 or not alone_s or not side_s or not all(np.isfinite(values)) or min(values) <= 0:
-        raise ValueError(f"tempos e cópias devem ser positivos: {alone_s}, {side_s}, {copies}.")
     return copies * statistics.median(alone_s) / statistics.median(side_s)
 
 
@@ -352,7 +349,8 @@ def add_rows(
                 "trees": speedup_bound(tree_times, local_cores)}  # fmt: skip
     # o limite medido vale para o n_jobs=-1 só se ele usar tantos núcleos quanto as cópias
     njobs_hw = hw if local_cores == cores else float(local_cores)
-    bound = {kind: effective_bound(schedule[kind], njobs_hw if kind == "trees" else hw)
+    # o menor entre o limite da fila e o medido
+    bound = {kind: min(schedule[kind], njobs_hw if kind == "trees" else hw)
              for kind in schedule}  # fmt: skip
     longest = max(cfg_times)
     pos = int(np.argmax(cfg_times))

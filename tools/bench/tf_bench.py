@@ -27,7 +27,7 @@ from typing import Any
 
 from labutils.config import pick, sizes
 from labutils.system import usable_cpus
-from tools.bench import run_measure
+from tools.bench import measure_main, run_measure
 from tools.bench.report import Measurement, Report
 
 PIPELINE = "TensorFlow: pipeline de entrada"
@@ -346,18 +346,6 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
     return {"meta": meta, "results": results, "errors": errors}
 
 
-def _main(argv: list[str]) -> int:
-    from labutils.data import DatasetUnavailableError
-    from labutils.system import JSON_MARK
-
-    measure = {"local": measure_local, "multiworker": measure_multiworker}[argv[0]]
-    try:
-        out = measure(json.loads(argv[1]))
-    except DatasetUnavailableError as err:
-        out = {"error": "DatasetUnavailableError: " + " ".join(str(err).split())}
-    print(JSON_MARK + json.dumps(out), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    modes = {"local": measure_local, "multiworker": measure_multiworker}
+    raise SystemExit(measure_main(modes[sys.argv[1]], sys.argv[2]))
