@@ -110,7 +110,7 @@ grade: setup
 # Ex.: make rehearsal | make rehearsal REHEARSAL_ARGS="--only 05 06 --out /tmp/ensaio"
 REHEARSAL_ARGS ?=
 rehearsal: setup
-	$(PY) tools/rehearsal.py $(REHEARSAL_ARGS)
+	$(PY) tools/run_notebooks.py --rehearsal $(REHEARSAL_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

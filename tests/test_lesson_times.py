@@ -79,7 +79,7 @@ def test_the_rehearsal_says_which_lessons_use_the_gpu():
 
     import nbformat
 
-    from tools.rehearsal import uses_gpu
+    from tools.run_notebooks import uses_gpu
 
     root = Path(__file__).resolve().parents[1]
     table = json.loads((root / "docs" / "ensaio" / "ensaio.json").read_text(encoding="utf-8"))

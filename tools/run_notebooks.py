@@ -1,20 +1,32 @@
 """O executor de notebooks do repositório (nbclient): ``make notebooks``, o ensaio, a correção
 da lição 07 e os testes que rodam notebooks fora do nbval passam todos por :func:`execute`.
 
-    python tools/notebooks.py [--scale smoke|full] [--out build/notebooks] [NOTEBOOK ...]
+    python tools/run_notebooks.py [--scale smoke|full] [--out build/notebooks] [NOTEBOOK ...]
+    python tools/run_notebooks.py --rehearsal [--only 05 06] [--out docs/ensaio]   # make rehearsal
 
 Sem nomes, roda cada lição e a solução da lição 07, em ordem, cada uma num kernel novo, e
 imprime uma linha por notebook com o tempo. O notebook do aluno fica de fora: ele para, de
 propósito, no TODO 1.
+
+``--rehearsal`` (o ensaio, escala ``full`` por padrão): com ``LABUTILS_SYNTHETIC_DATA=1`` os
+carregadores das lições geram dados SINTÉTICOS do tamanho real (sem os reais, offline, nada
+rodaria na escala da aula); cronometra cada célula e grava em ``--out`` o ``ensaio.md`` (a
+tabela) e o ``ensaio.json`` (o que ``python -m labutils.doctor`` lê para estimar os minutos de
+cada lição em outra máquina), com a máquina, o pico de memória, a carga e a sonda de velocidade
+(:func:`labutils.doctor.speed_probe`) medida antes das lições.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import os
+import platform
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +35,9 @@ sys.path.insert(0, str(ROOT))
 from labutils.system import kill_tree  # noqa: E402
 
 STUDENT_SUFFIX = "_aluno.ipynb"
+OPTIONAL_TAG = "opcional"
+#: minutos de um período de aula para o caminho principal de uma lição (a meta do ensaio)
+CLASS_PERIOD_MIN = 15.0
 
 
 def lesson_notebooks(folder: Path = ROOT / "notebooks") -> list[Path]:
@@ -42,15 +57,16 @@ def execute(
     timeout: float = 3600,
     skip: Iterable[str] = (),
     allow_errors: bool = False,
-    on_cell: Callable | None = None,
+    times: list[dict] | None = None,
 ) -> list[dict]:
     """Roda as células de código de ``nb`` (nbformat) num kernel novo, em ``cwd``, e devolve o
     tempo de cada uma: ``[{"index", "seconds", "tags"}]``.
 
     ``timeout``: limite do notebook inteiro (s); passou dele, ``TimeoutError``. ``skip``: etiquetas
     de células que não rodam. ``allow_errors``: uma célula com erro não interrompe (o erro fica
-    na saída dela); sem ele, ``nbclient``'s ``CellExecutionError``. ``on_cell(index, cell, seconds)``
-    depois de cada célula (também da que falhou). No fim, o kernel e tudo o que ele iniciou (o Ray) são encerrados.
+    na saída dela); sem ele, ``nbclient``'s ``CellExecutionError``. ``times``: a lista onde os
+    tempos vão entrando (fica com os da célula que falhou). No fim, o kernel e tudo o que ele
+    iniciou (o Ray) são encerrados.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
@@ -62,7 +78,7 @@ def execute(
     )  # fmt: skip
     skip = set(skip)
     deadline = time.monotonic() + timeout
-    times: list[dict] = []
+    times = [] if times is None else times
     with client.setup_kernel(env=kernel_env, cwd=str(cwd)):
         pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
         try:
@@ -84,41 +100,177 @@ def execute(
                 finally:
                     seconds = time.perf_counter() - start
                     times.append({"index": index, "seconds": seconds, "tags": sorted(tags(cell))})
-                    if on_cell is not None:
-                        on_cell(index, cell, seconds)
         finally:  # antes de o nbclient desligar o kernel: o Ray que ele iniciou vai junto
             kill_tree(pid)
     return times
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine() -> dict:
+    import psutil
+
+    from labutils.system import usable_cpus
+
+    model = platform.processor() or platform.machine()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:  # o nome do processador, no Linux
+        model = next((x.split(":", 1)[1].strip() for x in f if x.startswith("model name")), model)
+    return {
+        "cpu": model,
+        "logical_cpus": usable_cpus(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+    }
+
+
+def uses_gpu(nb) -> bool:
+    """Se a lição usa a GPU quando há uma: as células usam o TensorFlow e não a escondem (a 06
+    roda só na CPU: ``CUDA_VISIBLE_DEVICES=""`` na primeira célula)."""
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    uses_tf = any(k in source for k in ("tensorflow", "labutils.tf", "inference", "multiworker"))
+    return uses_tf and 'os.environ["CUDA_VISIBLE_DEVICES"] = ""' not in source
+
+
+def rehearsal_row(path: Path, nb, times: list[dict], error: str | None, **extra) -> dict:
+    """A linha de uma lição no ``ensaio.json``: os totais e as 3 células mais lentas."""
+    cells = [{"index": t["index"], "seconds": t["seconds"], "optional": OPTIONAL_TAG in t["tags"],
+              "first_line": (nb.cells[t["index"]].source.strip().splitlines() or [""])[0][:70]}
+             for t in times]  # fmt: skip
+    core = sum(c["seconds"] for c in cells if not c["optional"])
+    return {
+        "notebook": path.name,
+        "gpu": uses_gpu(nb),  # o doctor estima estas pela sonda; as outras, pelas CPUs
+        "core_s": round(core, 1),
+        "optional_s": round(sum(c["seconds"] for c in cells) - core, 1),
+        **extra,
+        "error": error,
+        "slowest": sorted(cells, key=lambda c: -c["seconds"])[:3],
+    }
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        f"# Ensaio das lições (escala `{report['scale']}`, dados sintéticos"
+        + (" do tamanho real)" if report["scale"] == "full" else ": tamanhos mínimos)"),
+        "",
+        f"- **data**: {report['date']}",
+        f"- **máquina**: {m['cpu']}; {m['logical_cpus']} CPUs lógicas, {m['physical_cores']} "
+        f"núcleos físicos, {m['memory_gb']} GB de memória; GPU: {report['probe'].get('device')}",
+        f"- **sonda de velocidade** (a rede da lição 05, treino centralizado): "
+        f"{report['probe'].get('images_per_s', 0):,.0f} imagens/s",
+        "- **comando**: `make rehearsal` (`python tools/run_notebooks.py --rehearsal`); cada "
+        "lição começou na hora da coluna *início*, uma depois da outra",
+        f"- **meta**: o caminho principal de cada lição em até {CLASS_PERIOD_MIN:g} min",
+        "",
+        "| lição | início | caminho principal (min) | opcionais (min) | tudo (min) | pico de memória "
+        "(MB acima do início) | carga média antes → depois | cabe na aula? | "
+        "células mais lentas |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |",
+    ]
+    for row in report["lessons"]:
+        fits = "erro: " + row["error"] if row["error"] else (
+            "sim" if row["core_s"] / 60 <= CLASS_PERIOD_MIN else "**não**"
+        )  # fmt: skip
+        slow = "; ".join(f"{c['seconds']:.0f} s `{c['first_line']}`" for c in row["slowest"])
+        lines.append(
+            f"| {row['notebook']} | {row['date'][11:]} | {row['core_s'] / 60:.1f} | "
+            f"{row['optional_s'] / 60:.1f} | {row['total_s'] / 60:.1f} | "
+            f"{row['peak_memory_mb']:,} | {row['load'][0]:g} → {row['load'][1]:g} | {fits} | "
+            f"{slow} |"
+        )
+    lines += [
+        "",
+        "Carga média acima do número de CPUs lógicas quer dizer máquina disputada por outro "
+        "trabalho: os tempos dessa linha são maiores que os de uma máquina quieta. "
+        "Tempos de parede de cada célula, somados; o notebook roda inteiro, num kernel novo, e o "
+        "caminho principal é a soma das células sem a tag `opcional`. Os dados são SINTÉTICOS: "
+        "a acurácia não diz nada, mas o trabalho por época, por imagem e por configuração é o da "
+        "aula. Em outra máquina, `python -m labutils.doctor` estima estes minutos pela sonda.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     import nbformat
+    import psutil
 
     parser = argparse.ArgumentParser(
-        description="Executa as lições (o que o instrutor roda antes da aula)."
+        description="Executa as lições (o que o instrutor roda antes da aula) ou o ensaio."
     )
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--scale", default=os.environ.get("LABUTILS_SCALE", "full"))
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "notebooks")
+    parser.add_argument("--scale", default=None, help="padrão: LABUTILS_SCALE; no ensaio, full")
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--timeout", type=float, default=3600, help="limite por notebook (s)")
+    parser.add_argument("--rehearsal", action="store_true", help="o ensaio: ensaio.json e .md")
+    parser.add_argument("--only", nargs="*", help="prefixos dos notebooks (ex.: 05 06)")
     args = parser.parse_args(argv)
 
-    env = {**os.environ, "LABUTILS_SCALE": args.scale, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    args.out.mkdir(parents=True, exist_ok=True)
+    rehearsal = args.rehearsal
+    scale = args.scale or ("full" if rehearsal else os.environ.get("LABUTILS_SCALE", "full"))
+    out = args.out or (ROOT / "docs" / "ensaio" if rehearsal else ROOT / "build" / "notebooks")
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "LABUTILS_SCALE": scale, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    notebooks = args.notebooks or lesson_notebooks()
+    if args.only:
+        notebooks = [p for p in notebooks if p.name.startswith(tuple(args.only))]
+    if rehearsal:
+        from labutils import doctor
+
+        env.update(LABUTILS_SYNTHETIC_DATA="1", TFDS_DISABLE_PROGRESS_BAR="1",
+                   LABUTILS_RESULTS_DIR=str(ROOT / "results" / f"ensaio_{scale}"))  # fmt: skip
+        print("sonda de velocidade...", flush=True)
+        report = {"scale": scale, "date": _now(), "machine": machine(),
+                  "probe": doctor.speed_probe(), "class_period_min": CLASS_PERIOD_MIN,
+                  "lessons": []}  # fmt: skip
+        previous = out / "ensaio.json"
+        if args.only and previous.exists():  # só algumas lições: as outras ficam as de antes
+            old = json.loads(previous.read_text(encoding="utf-8"))
+            if old.get("scale") == scale:
+                report["probe"], report["date"] = old["probe"], old["date"]
+                ran = {p.name for p in notebooks}
+                report["lessons"] = [r for r in old["lessons"] if r["notebook"] not in ran]
     failed = 0
-    for path in args.notebooks or lesson_notebooks():
+    for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        start = time.perf_counter()
+        load, date, start, error = os.getloadavg()[0], _now(), time.perf_counter(), None
+        memory = [psutil.virtual_memory().used] * 2  # [no início, o pico], amostrado a cada 0,5 s
+        done = threading.Event()
+
+        def sample(memory=memory, done=done):
+            while not done.wait(0.5):
+                memory[1] = max(memory[1], psutil.virtual_memory().used)
+
+        threading.Thread(target=sample, daemon=True).start()
+        times: list[dict] = []  # também as células até a que falhou
         try:
-            execute(nb, cwd=path.resolve().parent, env=env, timeout=args.timeout)
-            status = "ok"
+            execute(nb, cwd=path.resolve().parent, env=env, timeout=args.timeout, times=times)
         except Exception as err:  # a célula que falhou, o limite, o kernel que morreu
             failed += 1
-            last = str(err).strip().splitlines()[-1:] or [type(err).__name__]
-            status = f"FALHOU ({last[0][:200]})"
-        nbformat.write(nb, args.out / path.name)
-        print(f"{path.name:45} {status} em {time.perf_counter() - start:6.1f} s", flush=True)
-    print(f"cópias executadas em {args.out}")
+            error = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
+        finally:
+            done.set()
+        seconds = time.perf_counter() - start
+        status = f"FALHOU ({error[:200]})" if error else "ok"
+        print(f"{path.name:45} {status} em {seconds:6.1f} s", flush=True)
+        if not rehearsal:
+            nbformat.write(nb, out / path.name)
+            continue
+        report["lessons"].append(rehearsal_row(
+            path, nb, times, error, total_s=round(seconds, 1),
+            peak_memory_mb=round((memory[1] - memory[0]) / 2**20),
+            # carga média (1 min) antes e depois: acima do nº de CPUs, a máquina estava disputada
+            load=[round(load, 2), round(os.getloadavg()[0], 2)], date=date,
+        ))  # fmt: skip
+    if rehearsal:
+        report["lessons"].sort(key=lambda r: r["notebook"])
+        (out / "ensaio.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        (out / "ensaio.md").write_text(markdown(report))
+        print(markdown(report))
+    else:
+        print(f"cópias executadas em {out}")
     return 1 if failed else 0
 
 
