@@ -53,10 +53,6 @@ def test_use_legacy_keras_after_tensorflow_asks_to_restart_the_kernel():
     assert "Reinicie o kernel" in run.stdout + run.stderr
 
 
-def test_runtime_env_sets_the_variable_for_workers():
-    assert multiworker.runtime_env() == {"env_vars": {"TF_USE_LEGACY_KERAS": "1"}}
-
-
 # ---------------------------------------------------------------- recursos (falha rápida)
 
 
@@ -138,12 +134,6 @@ def test_plan_says_whether_the_workers_still_fit_after_losing_a_node(fake_cluste
     assert not multiworker.plan_workers(1).survives_node_loss
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_plan_rejects_bad_num_workers(fake_cluster, bad):
-    with pytest.raises(ValueError, match="num_workers"):
-        multiworker.plan_workers(bad)
-
-
 # ---------------------------------------------------------------- TF_CONFIG e tabela
 
 
@@ -157,8 +147,6 @@ def test_describe_write_read_and_table(tmp_path, monkeypatch):
     info = multiworker.describe_worker(model, 128)
     assert info["rank"] == 1 and info["tf_config"] == tf_config and info["replicas"] == 2
     assert info["strategy"] == "SimpleNamespace" and info["pid"] == os.getpid()
-    with pytest.raises(TypeError, match="modelo Keras"):
-        multiworker.describe_worker(model.distribute_strategy, 128)  # a estratégia, não o modelo
     multiworker.write_worker(tmp_path, info)
     multiworker.write_worker(tmp_path, {**info, "rank": 0})
     infos = multiworker.read_workers(tmp_path)

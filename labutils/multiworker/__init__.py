@@ -87,12 +87,6 @@ def plan_workers(
     import ray
 
     system.check_int(num_workers, "num_workers")
-    if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, int | float):
-        raise ValueError(f"cpus_per_worker deve ser um número, recebi {cpus_per_worker!r}.")
-    if not cpus_per_worker > 0:
-        raise ValueError(f"cpus_per_worker deve ser positivo, recebi {cpus_per_worker!r}.")
-    if not isinstance(wait_s, int | float) or wait_s < 0:
-        raise ValueError(f"wait_s deve ser um número de segundos >= 0, recebi {wait_s!r}.")
     if not ray.is_initialized():
         raise RuntimeError("O Ray não está iniciado: rode antes a célula com init_ray(...).")
     nodes = alive_nodes()
@@ -131,9 +125,8 @@ def plan_workers(
 
 
 # ---------------------------------------------------------------- o checkpoint
-# ``worker_<rank>.json`` na pasta do checkpoint (o Ray Train junta os arquivos de todos os workers
-# numa pasta só): o ``TF_CONFIG``, o nó e a estratégia **que o modelo usa**, e a época gravada,
-# de onde o treino recomeça.
+# ``worker_<rank>.json`` na pasta do checkpoint (o Ray Train junta as de todos os workers): o
+# ``TF_CONFIG``, o nó, a estratégia **que o modelo usa** e a época, de onde o treino recomeça.
 
 WORKER_FILE = "worker_{rank}.json"
 
@@ -154,12 +147,7 @@ def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
     """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO
     (``model.distribute_strategy``: criado fora de ``strategy.scope()``, a padrão, mesmo que uma
     ``MultiWorkerMirroredStrategy`` exista no processo)."""
-    strategy = getattr(model, "distribute_strategy", None)
-    if strategy is None:
-        raise TypeError(
-            f"describe_worker recebe o modelo Keras treinado (com .distribute_strategy), "
-            f"recebi {type(model).__name__}."
-        )
+    strategy = model.distribute_strategy
     tf_config = lab_config.tf_config()
     info: dict[str, Any] = {
         "rank": tf_config.get("task", {}).get("index"),

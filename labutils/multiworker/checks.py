@@ -2,17 +2,10 @@
 :class:`CheckFailed` (o que está errado e como corrigir) ou, num TODO por fazer (``checks.todo``
 ou ``...``), :class:`TodoNotDone`. O Jupyter mostra só a mensagem, sem traceback.
 
-Uma seção por TODO do notebook, na ordem dele: 1. os dados de cada worker; 2. o modelo; 3. a
-função de treino e a retomada (2 processos locais, um passo, sem o Ray); 4. o treino no cluster
-(o trainer, o resultado e o que ficou gravado); 5. a acurácia do modelo restaurado.
-
-Cada verificação julga o que o código **faz** (os exemplos que cada worker vê, o valor da perda
-num lote conhecido, o que cada processo reportou, os checkpoints gravados), e não como ele foi
-escrito: qualquer resposta certa, nos idiomas da documentação do Keras, do TensorFlow e do Ray,
-passa. Quando o erro está num TODO anterior, a verificação diz qual consertar primeiro.
-
-As funções ``judge_*`` são as mesmas verificações a partir do que ficou no disco: é o que
-``tools/grade.py`` usa, fora do kernel do aluno.
+Uma seção por TODO, na ordem do notebook. Cada verificação julga o que o código **faz** (os
+exemplos que cada worker vê, a perda num lote conhecido, o que cada processo reportou, os
+checkpoints gravados), não como foi escrito; se o erro está num TODO anterior, diz qual
+consertar primeiro. As ``judge_*`` julgam pelo que ficou no disco (``tools/grade.py``).
 """
 
 from __future__ import annotations
@@ -473,28 +466,16 @@ _WORKER_MAIN = (
 )
 
 
-def _tf_configs(num_workers: int) -> list[dict[str, Any]]:
-    """Um ``TF_CONFIG`` por worker: a mesma lista de endereços, um índice diferente em cada."""
-    system.check_int(num_workers, "num_workers")
-    workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
-    return [
-        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
-        for i in range(num_workers)
-    ]
-
-
-def _launch(
-    fn: Any,
-    config: dict[str, Any],
-    num_workers: int,
-    timeout_s: float,
-) -> list[dict]:
+def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float) -> list[dict]:
     """``fn(config)`` em ``num_workers`` processos locais; por worker, ``tf_config``, ``value``
     (o retorno) e ``error`` (o traceback). Se um falha, os outros são encerrados na hora (o par
     esperaria para sempre); depois de ``timeout_s``, todos, e sobe ``TimeoutError``."""
     from ray import cloudpickle  # o mesmo serializador que o Ray usa
 
-    configs = _tf_configs(num_workers)
+    # um TF_CONFIG por worker: a mesma lista de endereços, um índice diferente em cada
+    workers = [f"{system.LOCALHOST}:{port}" for port in system.free_ports(num_workers)]
+    configs = [{"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
+               for i in range(num_workers)]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="labutils-todo3-") as workdir:
         folder = Path(workdir)
         (folder / "job.pkl").write_bytes(cloudpickle.dumps((fn, config)))
@@ -502,10 +483,7 @@ def _launch(
         deadline = time.monotonic() + timeout_s
         try:  # o finally encerra também os já iniciados, se um não iniciar
             for i, cfg in enumerate(configs):
-                extra = {
-                    "TF_CONFIG": json.dumps(cfg),
-                    "CUDA_VISIBLE_DEVICES": "",
-                }
+                extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
                 env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
                 env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
                 cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
@@ -700,7 +678,6 @@ def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 
     unfinished(fn, "train_loop_per_worker")
     if not callable(fn):
         raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
-    system.check_int(num_workers, "num_workers")
     names = getattr(fn, "__globals__", {})
     for number, name, check in ((1, "worker_datasets", check_worker_datasets),
                                 (2, "build_model", check_build_model)):  # fmt: skip
@@ -863,7 +840,6 @@ def check_training_run(trainer: Any, result: Any, plan: Any, config: dict[str, A
 def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = False) -> None:
     """Confere se a acurácia de teste supera o acaso (1/num_classes)."""
     unfinished(accuracy, "test_accuracy (TODO 5)")
-    system.check_int(num_classes, "num_classes", 2)
     accuracy = _as_accuracy(accuracy)
     chance = 1.0 / num_classes
     if is_mock:
