@@ -232,7 +232,7 @@ def test_multiworker_fit_returns_the_result_or_times_out_instead_of_hanging():
 
 def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
-    from labutils.data import DatasetUnavailableError
+    from labutils.data import HOUSING_ROWS, DatasetUnavailableError
 
     with pytest.raises(DatasetUnavailableError, match="--synthetic-data"):
         search_bench.load_data("full")
@@ -241,9 +241,11 @@ def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
     assert not report.rows
     assert [s.approach for s in report.skipped] == list(search_bench.APPROACHES)
     assert all("California Housing" in s.reason for s in report.skipped)
-    data, source = search_bench.load_data("full", synthetic=True)
-    assert len(data[0]) + len(data[2]) == search_bench.HOUSING_ROWS
+    monkeypatch.setenv("LABUTILS_SYNTHETIC_DATA", "1")  # o que --synthetic-data liga
+    data, source = search_bench.load_data("full")
+    assert len(data[0]) + len(data[2]) == HOUSING_ROWS
     assert "SINTÉTICOS" in source
+    monkeypatch.delenv("LABUTILS_SYNTHETIC_DATA")
 
     report = Report({})
     tf_bench.run(report, 1, "full")  # um processo só: falha rápido, sem iniciar o Ray

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -39,13 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not only:
         parser.error(f"seções desconhecidas: {unknown}; use algumas destas: {', '.join(SECTIONS)}")
     scale = args.scale or current_scale()
+    if args.synthetic_data:  # os carregadores de labutils.data, aqui e nos processos de medida
+        os.environ["LABUTILS_SYNTHETIC_DATA"] = "1"
 
     report = Report(machine_info(scale))
     for section in SECTIONS:
         if section in only:
             module = importlib.import_module(f"tools.bench.{SECTIONS[section]}")
-            kwargs = {} if section == "ray" else {"synthetic": args.synthetic_data}
-            module.run(report, args.repeats, scale, **kwargs)
+            module.run(report, args.repeats, scale)
             report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
     paths = report.write(args.out)
     print(report.markdown())

@@ -47,9 +47,9 @@ SIDE_BOUNDED = ("tasks", "pool", "data", "data_steady")
 TARGET_OF_BOUND = 0.90
 
 
-def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
+def run(report: Report, repeats: int, scale: str) -> None:
     """Mede os degraus num processo novo (só a CPU, como a lição) e acrescenta as linhas."""
-    args = {"scale": scale, "repeats": repeats, "synthetic": synthetic}
+    args = {"scale": scale, "repeats": repeats}
     timeout = pick(full=1800.0, smoke=300.0, scale=scale)
     hide_gpu = {"CUDA_VISIBLE_DEVICES": ""}  # o limite de cada linha se conta em núcleos
     add_rows(
@@ -109,24 +109,6 @@ def target_line(steady: Measurement | None) -> str:
 # ---------------------------------------------------------------- lado do processo de medida
 
 
-def load_stream(scale: str, synthetic: bool) -> tuple[Any, str]:
-    """``(imagens uint8 do fluxo, fonte)``; levanta ``DatasetUnavailableError`` sem dados."""
-    import numpy as np
-
-    from labutils import inference
-    from labutils.data import DatasetUnavailableError
-
-    try:
-        images = inference.load_images(scale)
-        return images.stream, images.source
-    except DatasetUnavailableError:
-        if not synthetic:
-            raise
-    n = sizes(scale).inference_images
-    stream = np.random.default_rng(0).integers(0, 256, (n, *inference.IMAGE_SHAPE), np.uint8)
-    return stream, f"imagens SINTÉTICAS ({n}, aleatórias): o CIFAR-100 real falta"
-
-
 def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degraus, em ordem)
     from tools.lesson_code import load
 
@@ -160,7 +142,8 @@ def measure(args: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (os degrau
         return preds, time.perf_counter() - start, threads
 
     scale, repeats, size = args["scale"], args["repeats"], sizes(args["scale"])
-    stream, source = load_stream(scale, args["synthetic"])
+    images = inference.load_images(scale)  # sem os dados: DatasetUnavailableError
+    stream, source = images.stream, images.source
     tf.keras.utils.set_random_seed(0)
     model, batch = create_model(), size.inference_batch
     blob = lesson.model_bytes(model)

@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,6 @@ LESSON_02 = load("02_busca_hiperparametros")  # os blocos de árvores
 LESSON_03 = load("03_ray_tune_joblib")  # o Tuner e o GridSearchCV
 
 SECTION = "Busca de hiperparâmetros"
-HOUSING_ROWS = 20_640  # linhas do California Housing real
 LOOP = "laço sequencial"
 SIDE = "florestas lado a lado, uma cópia do laço por núcleo (sem Ray): o limite medido"
 SEED = "Ray, roteiro (ordem da grade, dados capturados)"
@@ -54,38 +52,24 @@ RAY_APPROACHES = (SEED, LPT, CHUNKS, TUNE, JOBLIB)
 TARGET_OF_BOUND = 0.98
 
 
-def load_data(scale: str, synthetic: bool = False) -> tuple[tuple[Any, ...], str]:
-    """``((X_train, y_train, X_test, y_test), fonte)``, como na lição 02. Sem o California
-    Housing real em ``data/``, só com ``synthetic=True`` mede num arquivo SINTÉTICO do tamanho
-    real (e a fonte diz isso); sem a opção, levanta ``DatasetUnavailableError``."""
+def load_data(scale: str) -> tuple[tuple[Any, ...], str]:
+    """``((X_train, y_train, X_test, y_test), fonte)``, como na lição 02; sem o California
+    Housing real em ``data/`` (nem ``--synthetic-data``), ``DatasetUnavailableError``."""
     from sklearn.model_selection import train_test_split
 
     from labutils.data import DatasetUnavailableError, load_california_housing
 
     try:
         bunch = load_california_housing(scale, download=False)
-        source = bunch.source
-        if getattr(bunch, "is_fixture", False):
-            source += f", {len(bunch.target)} linhas"
     except DatasetUnavailableError as err:
-        if not synthetic:
-            raise DatasetUnavailableError(
-                f"{err}\nOu meça com dados sintéticos do mesmo tamanho, dito no relatório: "
-                "python -m tools.bench --synthetic-data"
-            ) from None
-        from sklearn.datasets import fetch_california_housing
-
-        from labutils.data import make_housing_fixture
-
-        home = Path(tempfile.mkdtemp(prefix="labutils-bench-housing-"))
-        make_housing_fixture(home, n_samples=HOUSING_ROWS)
-        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
-        source = (f"dados SINTÉTICOS do tamanho do California Housing ({HOUSING_ROWS} linhas; "
-                  "o real não está em data/)")  # fmt: skip
+        raise DatasetUnavailableError(
+            f"{err}\nOu meça com dados sintéticos do mesmo tamanho, dito no relatório: "
+            "python -m tools.bench --synthetic-data"
+        ) from None
     X_train, X_test, y_train, y_test = train_test_split(
         bunch.data, bunch.target, test_size=0.2, random_state=42
     )
-    return (X_train, y_train, X_test, y_test), source
+    return (X_train, y_train, X_test, y_test), bunch.source
 
 
 # ---------------------------------------------------------------- as abordagens
@@ -214,7 +198,7 @@ def _check_same_mse(name: str, got, expected) -> None:
 # ---------------------------------------------------------------- a seção
 
 
-def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
+def run(report: Report, repeats: int, scale: str) -> None:
     """Mede as abordagens ``repeats`` vezes e acrescenta uma linha por abordagem e as metas."""
     import joblib
     import ray
@@ -224,7 +208,7 @@ def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) ->
 
     grid = [tuple(cfg) for cfg in sizes(scale).grid]
     try:
-        data, source = load_data(scale, synthetic)
+        data, source = load_data(scale)
     except DatasetUnavailableError as err:  # nada é medido, e o relatório diz o que falta
         for name in APPROACHES:
             report.skip(SECTION, name, f"DatasetUnavailableError: {err}")

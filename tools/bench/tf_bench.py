@@ -8,9 +8,9 @@ como JSON na última linha da saída, com um limite de tempo rígido: passou del
 processos inteiro é encerrado (SIGKILL) e a linha do relatório diz isso. Nunca trava.
 
 Dados: na escala ``smoke``, o mock do tfds (imagens aleatórias). Na ``full``, o CIFAR-100 real de
-``data/`` (as primeiras :func:`bench_images` imagens: o que se mede é vazão, não acurácia); sem
-ele, as linhas não são medidas e o relatório diz o que falta — a não ser com ``--synthetic-data``,
-que mede nas imagens aleatórias do mock, no mesmo tamanho, e diz isso em cada linha.
+``data/`` (as primeiras imagens: o que se mede é vazão, não acurácia); sem
+ele, as linhas não são medidas e o relatório diz o que falta — a não ser com ``--synthetic-data``
+(os dados SINTÉTICOS do tamanho real de :mod:`labutils.data`, ditos em cada linha).
 """
 
 from __future__ import annotations
@@ -46,40 +46,27 @@ ROWS = {
 }
 
 
-def bench_images(scale: str) -> int:
-    """Quantas imagens de treino cada medida de vazão usa."""
-    return pick(full=10_000, smoke=sizes("smoke").cifar_train_examples or 512, scale=scale)
-
-
-def subprocess_timeout_s(scale: str) -> float:
-    """Limite rígido de cada processo de medida (inclui importar o TF e iniciar o Ray)."""
-    return pick(full=1800.0, smoke=420.0, scale=scale)
-
-
 # ---------------------------------------------------------------- lado do benchmark
 
 
-def run(report: Report, repeats: int, scale: str, *, synthetic: bool = False) -> None:
+def run(report: Report, repeats: int, scale: str) -> None:
     """Mede as três partes, cada uma num processo novo, e acrescenta as linhas ao relatório."""
+    # o limite rígido de cada processo de medida inclui importar o TF e iniciar o Ray
+    timeout = pick(full=1800.0, smoke=420.0, scale=scale)
     args = {
         "scale": scale,
         "repeats": repeats,
-        "images": bench_images(scale),
+        # imagens de treino de cada medida de vazão
+        "images": pick(full=10_000, smoke=sizes("smoke").cifar_train_examples or 512, scale=scale),
         "batch_per_replica": sizes(scale).batch_per_replica,
-        "synthetic": synthetic,
-        "fit_timeout_s": subprocess_timeout_s(scale) / 2 - 30,
+        "fit_timeout_s": timeout / 2 - 30,
     }
-    local = spawn("local", args, subprocess_timeout_s(scale))
+    local = run_measure("tf_bench", "local", args, scale=scale, timeout=timeout)
     if "DatasetUnavailable" in local.get("error", ""):  # os mesmos dados faltariam nos workers
         multi = local
     else:
-        multi = spawn("multiworker", args, subprocess_timeout_s(scale))
+        multi = run_measure("tf_bench", "multiworker", args, scale=scale, timeout=timeout)
     _add_rows(report, local, multi)
-
-
-def spawn(mode: str, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """``python -m tools.bench.tf_bench MODE JSON`` (:func:`tools.bench.run_measure`)."""
-    return run_measure("tf_bench", mode, args, scale=args["scale"], timeout=timeout_s)
 
 
 def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> None:
@@ -153,26 +140,11 @@ def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> N
 # ---------------------------------------------------------------- lado do processo de medida
 
 
-def load_train(scale: str, images: int, synthetic: bool) -> tuple[Any, int, str]:
+def load_train(scale: str, images: int) -> tuple[Any, int, str]:
     """``(dataset de treino, número de imagens, fonte)``; levanta ``DatasetUnavailableError``."""
-    from labutils.data import DatasetUnavailableError, load_cifar100
+    from labutils.data import load_cifar100
 
-    if scale == "smoke":
-        cifar = load_cifar100("smoke")
-        n = min(images, cifar.num_train)
-        return cifar.train.take(n), n, cifar.source
-    try:
-        cifar = load_cifar100("full", download=False)
-    except DatasetUnavailableError:
-        if not synthetic:
-            raise
-        import tensorflow_datasets as tfds
-
-        mock_dir = Path(tempfile.gettempdir()) / "labutils-tfds-mock"
-        with tfds.testing.mock_data(num_examples=images):
-            train = tfds.load("cifar100", split="train", as_supervised=True, data_dir=str(mock_dir))
-        source = f"imagens SINTÉTICAS (tfds.testing.mock_data, {images}): o CIFAR-100 real falta"
-        return train.take(images), images, source
+    cifar = load_cifar100(scale, download=False)
     n = min(images, cifar.num_train)
     return cifar.train.take(n), n, f"{cifar.source}, primeiras {n} imagens"
 
@@ -210,7 +182,7 @@ def measure_local(args: dict[str, Any]) -> dict[str, Any]:
 
     tf.get_logger().setLevel("ERROR")
     warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
-    train, n, source = load_train(args["scale"], args["images"], args["synthetic"])
+    train, n, source = load_train(args["scale"], args["images"])
     repeats, bpr = args["repeats"], args["batch_per_replica"]
     tf.keras.utils.set_random_seed(42)
     plain = (train.map(scale, num_parallel_calls=tf.data.AUTOTUNE)
@@ -246,7 +218,7 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # antes de qualquer outra op do TF
     from labutils.lesson05 import create_model, get_data
 
-    train, n, source = load_train(config["scale"], config["images"], config["synthetic"])
+    train, n, source = load_train(config["scale"], config["images"])
     global_batch = config["batch_per_replica"] * strategy.num_replicas_in_sync
     dataset, _ = get_data(train, train, global_batch=global_batch, seed=42)
     options = tf.data.Options()  # cada worker tem os dados todos: fatiar por elementos
