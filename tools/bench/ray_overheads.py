@@ -67,22 +67,26 @@ def run(report: Report, repeats: int, scale: str) -> None:
         )
     )
 
-    data = np.ones(array_mb * 1024**2 // 8)
-
     @ray.remote
     def total(vector):
         return float(vector.sum())
 
+    def timed(call) -> float:
+        with Timer() as t:
+            ray.get([call() for _ in range(n_readers)])
+        return t.seconds
+
+    def put_once(block) -> float:  # o ray.put entra na conta
+        with Timer() as t:
+            ref = ray.put(block)
+            ray.get([total.remote(ref) for _ in range(n_readers)])
+        return t.seconds
+
+    data = np.ones(array_mb * 1024**2 // 8)
     by_arg, by_put = [], []
     for _ in range(repeats):
-        with Timer() as t:
-            ray.get([total.remote(data) for _ in range(n_readers)])
-        by_arg.append(t.seconds)
-        with Timer() as t:
-            ref = ray.put(data)
-            ray.get([total.remote(ref) for _ in range(n_readers)])
-        by_put.append(t.seconds)
-        del ref
+        by_arg.append(timed(lambda: total.remote(data)))
+        by_put.append(put_once(data))
     _add_pair(
         report,
         f"{n_readers} tarefas lendo {array_mb} MB",
@@ -102,14 +106,8 @@ def run(report: Report, repeats: int, scale: str) -> None:
         def total_captured():
             return float(block.sum())
 
-        with Timer() as t:
-            ray.get([total_captured.remote() for _ in range(n_readers)])
-        by_capture.append(t.seconds)
-        with Timer() as t:
-            ref = ray.put(block)
-            ray.get([total.remote(ref) for _ in range(n_readers)])
-        by_put_block.append(t.seconds)
-        del ref
+        by_capture.append(timed(total_captured.remote))
+        by_put_block.append(put_once(block))
     _add_pair(
         report,
         f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino",
