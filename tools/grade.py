@@ -47,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.run_notebooks import execute  # noqa: E402
+from tools.run_notebooks import execute, tags  # noqa: E402
 
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 CHECK_TAG = "check-"
@@ -85,16 +85,8 @@ def reference_checks(solution: Path = SOLUTION) -> dict[str, str]:
     """``{etiqueta: código}`` das células de verificação da solução, na ordem do notebook."""
     import nbformat
 
-    found: dict[str, str] = {}
-    for cell in nbformat.read(solution, as_version=4).cells:
-        for tag in cell.get("metadata", {}).get("tags", []):
-            if tag.startswith(CHECK_TAG):
-                found[tag] = cell.source
-    return found
-
-
-def _tags(cell: Any) -> set[str]:
-    return set(cell.get("metadata", {}).get("tags", []))
+    cells = nbformat.read(solution, as_version=4).cells
+    return {tag: cell.source for cell in cells for tag in tags(cell) if tag.startswith(CHECK_TAG)}
 
 
 def _kernel_env(scale: str, results: Path) -> dict[str, str]:
@@ -172,7 +164,7 @@ def answers_source(nb: Any) -> str:
     inválida ficam de fora."""
     kept: list[ast.stmt] = []
     for cell in nb.cells:
-        if cell.cell_type != "code" or any(t.startswith(CHECK_TAG) for t in _tags(cell)):
+        if cell.cell_type != "code" or any(t.startswith(CHECK_TAG) for t in tags(cell)):
             continue
         try:
             tree = ast.parse(cell.source)
@@ -183,15 +175,14 @@ def answers_source(nb: Any) -> str:
 
 
 # ---------------------------------------------------------------- o julgamento, fora do kernel
-def judge(what: str, answers: str, facts: dict[str, Any], scale: str) -> dict[str, str]:
-    """Julga ``what`` (``"1"``, ``"2"``, ``"3"`` ou ``"4,5"``) num processo NOVO:
-    ``{número: veredito}`` e a saída das verificações (para a cópia executada)."""
+def judge(what: str, answers: str, facts: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """Julga ``what`` (``"1"``, ``"2"``, ``"3"`` ou ``"4,5"``) num processo NOVO, com o ambiente
+    ``env`` (o do kernel da correção): ``{número: veredito}`` e a saída das verificações."""
     with tempfile.TemporaryDirectory(prefix="grade-judge-") as folder:
         job = Path(folder) / "job.json"
         out = Path(folder) / "verdict.json"
         job.write_text(json.dumps({"what": what, "answers": answers, "facts": facts}))
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TF_CONFIG")}
-        env.update(LABUTILS_SCALE=scale, TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1")
+        env = {**env, "TF_USE_LEGACY_KERAS": "1"}
         numbers = what.split(",")
         try:
             run = subprocess.run(
@@ -361,30 +352,21 @@ def grade_notebook(
     try:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.exists() else {}
         outputs: dict[str, str] = {}
-        env_storage = _kernel_env(scale, results)["LABUTILS_TRAIN_STORAGE"]
-        before = os.environ.get("LABUTILS_TRAIN_STORAGE")
-        os.environ["LABUTILS_TRAIN_STORAGE"] = env_storage  # o processo do julgamento herda
-        try:
-            for what in (*ANSWER_NAMES, "4,5"):
-                if not any(_number(tag) in what.split(",") for tag in checks):
-                    continue
-                if what in ANSWER_NAMES and not answers.strip():
-                    continue
-                got = judge(what, answers, facts, scale)
-                for number in what.split(","):
-                    outputs[number] = got.get("output", "")
-                    for tag in checks:
-                        if _number(tag) == number:
-                            row[tag] = got.get(number, NOT_RUN)
-        finally:
-            if before is None:
-                os.environ.pop("LABUTILS_TRAIN_STORAGE", None)
-            else:
-                os.environ["LABUTILS_TRAIN_STORAGE"] = before
+        for what in (*ANSWER_NAMES, "4,5"):
+            if not any(_number(tag) in what.split(",") for tag in checks):
+                continue
+            if what in ANSWER_NAMES and not answers.strip():
+                continue
+            got = judge(what, answers, facts, _kernel_env(scale, results))
+            for number in what.split(","):
+                outputs[number] = got.get("output", "")
+                for tag in checks:
+                    if _number(tag) == number:
+                        row[tag] = got.get(number, NOT_RUN)
         nb.cells.pop()  # a célula da correção
-        present = {tag for cell in nb.cells for tag in _tags(cell) if tag in checks}
+        present = {tag for cell in nb.cells for tag in tags(cell) if tag in checks}
         for cell in nb.cells:  # a cópia mostra o veredito de referência em cada verificação
-            for tag in _tags(cell) & set(checks):
+            for tag in tags(cell) & set(checks):
                 cell.source = checks[tag]
                 shown = f"[correção] {row[tag]}\n{outputs.get(_number(tag), '')}"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=shown)]
