@@ -44,9 +44,6 @@ class _FriendlyError(Exception):
         lines = str(self).splitlines() or [type(self).__name__]
         return [f"{self.icon} {lines[0]}"] + [f"   {line}" for line in lines[1:]]
 
-    def __reduce__(self):  # atravessa o pickle (ex.: vindo de um worker do Ray)
-        return (type(self), tuple(str(a) for a in self.args))
-
 
 class TodoNotDone(_FriendlyError, NotImplementedError):
     """Um TODO do exercício ainda não foi feito."""
