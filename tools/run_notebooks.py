@@ -115,8 +115,12 @@ def machine() -> dict:
     from labutils.system import usable_cpus
 
     model = platform.processor() or platform.machine()
-    with open("/proc/cpuinfo", encoding="utf-8") as f:  # o nome do processador, no Linux
-        model = next((x.split(":", 1)[1].strip() for x in f if x.startswith("model name")), model)
+    cpuinfo = Path("/proc/cpuinfo")  # o nome do processador, no Linux
+    if cpuinfo.exists():
+        lines = cpuinfo.read_text(encoding="utf-8").splitlines()
+        model = next(
+            (x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), model
+        )
     return {
         "cpu": model,
         "logical_cpus": usable_cpus(),

@@ -13,8 +13,6 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from labutils.system import usable_cpus
-
 
 @dataclass
 class Measurement:
@@ -179,9 +177,9 @@ def _pct(value: float | None) -> str:
 
 def machine_info(scale: str) -> dict[str, str]:
     """Núcleos, memória, GPU e versões: registrados junto de cada resultado."""
-    import psutil
+    from tools.run_notebooks import machine
 
-    cores = usable_cpus()
+    here = machine()
     gpus = "nenhuma"
     if shutil.which("nvidia-smi"):
         try:
@@ -193,9 +191,9 @@ def machine_info(scale: str) -> dict[str, str]:
             gpus = "nvidia-smi não respondeu"
     info = {
         "data": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "processador": platform.processor() or platform.machine(),
-        "núcleos disponíveis": str(cores),
-        "memória": f"{psutil.virtual_memory().total / 1024**3:.1f} GiB",
+        "processador": here["cpu"],
+        "núcleos disponíveis": str(here["logical_cpus"]),
+        "memória": f"{here['memory_gb']} GiB",
         "GPU": gpus,
         "carga média (1 min) no início": f"{os.getloadavg()[0]:.2f}",
         "escala": scale,
