@@ -9,7 +9,8 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
-install() { apt-get "$@" update -q && apt-get "$@" install -y -q "${PKGS[@]}"; }
+# com prazo: um espelho que não responde não prende o make test
+install() { timeout 300 apt-get "$@" update -q && timeout 900 apt-get "$@" install -y -q "${PKGS[@]}"; }
 PKGS=("$@")
 install && exit 0
 # Em alguns contêineres o /tmp não aceita os arquivos temporários do usuário _apt (o apt verifica as
