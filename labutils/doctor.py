@@ -287,7 +287,10 @@ def check_scale() -> Row:
 
 def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
     """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
-    smoke = (config.env(SCALE_ENV) or "").lower() == "smoke"
+    try:
+        smoke = config.current_scale() == "smoke"
+    except ValueError:  # a escala inválida tem a sua própria linha (check_scale)
+        smoke = False
     missing = f"ausente em {data_dir()}"
     rows = []
     for name, present in data.datasets_present().items():
