@@ -77,8 +77,12 @@ def main(argv: list[str] | None = None) -> int:
                     # um 2º Ctrl+C não interrompe a parada
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
         else:
-            run = {"start-head": cluster.start_head, "join": cluster.join}
-            run.update(status=cluster.status, stop=cluster.stop)
+            run = {
+                "start-head": cluster.start_head,
+                "join": cluster.join,
+                "status": cluster.status,
+                "stop": cluster.stop,
+            }
             run[command](**args)
     except (cluster.ClusterError, ConnectionError, ValueError) as err:
         print(f"Erro: {err}")
