@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             while not done.wait(0.5):
                 memory[1] = max(memory[1], psutil.virtual_memory().used)
 
-        threading.Thread(target=sample, daemon=True).start()
+        if rehearsal:  # o pico de memória só entra no ensaio
+            threading.Thread(target=sample, daemon=True).start()
         times: list[dict] = []  # também as células até a que falhou
         try:
             execute(nb, cwd=path.resolve().parent, env=env, timeout=args.timeout, times=times)
