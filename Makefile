@@ -67,7 +67,7 @@ firewall:
 # ficavam para o fim, com o outro processo parado.
 TEST_WORKERS ?= 2
 test: setup lint browser firewall
-	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 LABUTILS_NBVAL_CORE=1 $(PY) -m pytest \
+	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 $(PY) -m pytest \
 		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 # O laço rápido de quem contribui: lint e testes de unidade, sem notebooks nem os testes marcados

@@ -1,0 +1,65 @@
+"""As seções opcionais ficam no fim de cada notebook: depois da primeira célula de código
+opcional (tag ``opcional``), só vêm opcionais e o encerramento (``ray.shutdown()``,
+``cluster.stop()``). Assim, quem pula as opcionais roda exatamente o começo da execução
+inteira, que o nbval confere: nenhuma célula principal pode depender de uma opcional."""
+
+import ast
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def only_releases(source: str) -> bool:
+    """Se a célula só encerra: ``ray.shutdown()`` e ``x.stop()`` sem argumentos, direto ou sob
+    um ``if`` sem ``else``."""
+
+    def releases(stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.If):
+            return not stmt.orelse and all(releases(s) for s in stmt.body)
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and (ast.unparse(call.func) == "ray.shutdown" or call.func.attr == "stop")
+            and not call.args
+            and not call.keywords
+        )
+
+    return all(releases(stmt) for stmt in ast.parse(source).body)
+
+
+def core_cells_after_optional(nb) -> list[int]:
+    """Os índices das células de código principais que vêm depois de uma opcional e fazem mais
+    que encerrar."""
+    seen_optional = False
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if "opcional" in cell.metadata.get("tags", []):
+            seen_optional = True
+        elif seen_optional and not only_releases(cell.source):
+            found.append(i)
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_optional_sections_come_last(path):
+    cells = core_cells_after_optional(nbformat.read(path, as_version=4))
+    assert not cells, (
+        f"{path.name}: as células principais {cells} vêm depois de uma seção opcional; "
+        "leve a seção opcional para o fim (antes do encerramento)."
+    )
+
+
+def test_the_rule_accepts_releases_and_refuses_code():
+    code = nbformat.v4.new_code_cell
+    optional = code("x = 1", metadata={"tags": ["opcional"]})
+    release = code("if cluster is not None:\n    cluster.stop()\nray.shutdown()")
+    nb = nbformat.v4.new_notebook(cells=[code("a = 1"), optional, release])
+    assert core_cells_after_optional(nb) == []
+    nb.cells.append(code("print(x)"))
+    assert core_cells_after_optional(nb) == [3]
