@@ -1,16 +1,10 @@
-"""O código que uma lição define nas suas células, para o ``make bench`` e os testes.
+"""O código que uma lição define nas suas células ``# @save``, fora do notebook.
 
-Como no livro d2l, a primeira linha ``# @save`` marca uma célula de código que só define coisas
-(imports, constantes, funções, classes): a implementação é a que o aluno lê e edita na lição, e
-quem a reaproveita fora do notebook a carrega daqui, sem uma segunda cópia no ``labutils``.
-
-O que as lições seguintes usam (da lição 02, o treino de uma configuração, o limite do speedup
-e a ordem; da 05, o pipeline e o modelo) vira, como no pacote do d2l, um módulo do ``labutils``
-gerado das células (:data:`EXPORTS`, ``make lesson-code``); um teste confere que está em dia.
-
-``load("02_busca_hiperparametros")`` executa essas células, na ordem do notebook, num módulo
-novo. O módulo não entra em ``sys.modules``: o cloudpickle do Ray envia as funções e classes dele
-por valor, como envia as definidas no kernel do notebook.
+Como no livro d2l, a primeira linha ``# @save`` marca uma célula que só define coisas (imports,
+constantes, funções, classes). :func:`load` executa essas células, na ordem, num módulo novo, fora
+de ``sys.modules`` (o cloudpickle do Ray envia as funções dele por valor, como as do kernel). O que
+as lições seguintes importam vira um módulo gerado do ``labutils`` (:data:`EXPORTS`, ``make
+lesson-code``; um teste confere que está em dia).
 """
 
 from __future__ import annotations
@@ -68,18 +62,9 @@ def module_text(notebook: str) -> str:
     return header + "\n\n".join(s.rstrip() + "\n" for s in saved_cells(notebook))
 
 
-def write_modules() -> list[Path]:
-    """(Re)escreve cada módulo de :data:`EXPORTS`; devolve os que mudaram."""
-    changed = []
+if __name__ == "__main__":  # make lesson-code: (re)escreve os módulos de EXPORTS que mudaram
     for notebook, module in EXPORTS.items():
-        path = NOTEBOOKS.parent / module
-        text = module_text(notebook)
+        path, text = NOTEBOOKS.parent / module, module_text(notebook)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    return changed
-
-
-if __name__ == "__main__":
-    for path in write_modules():
-        print(f"gerado: {path.relative_to(NOTEBOOKS.parent)}")
+            print(f"gerado: {module}")
