@@ -1,6 +1,5 @@
-"""O doctor estima os minutos de cada lição nesta máquina a partir do ensaio de referência
-(``docs/ensaio/ensaio.json``) e de uma sonda de velocidade: com e sem GPU, poucos e muitos
-núcleos (a sonda e o ensaio são falsos aqui; a sonda de verdade roda uma vez no fim)."""
+"""O doctor estima os minutos de cada lição nesta máquina pelo ensaio de referência
+(``docs/ensaio/ensaio.json``) e por uma sonda de velocidade (falsos aqui, salvo no último)."""
 
 from __future__ import annotations
 
@@ -26,9 +25,19 @@ def _rows(probe, cpus):
     return {r.item: r for r in doctor.check_lesson_times(probe, REFERENCE, cpus=cpus)}
 
 
-def test_same_machine_gives_the_reference_minutes():
-    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 4000.0, "device": "nenhuma"}, 2)
-    assert est == {"02_busca.ipynb": (10.0, 2.0), "05_tf.ipynb": (14.0, 4.0)}  # 07: erro, fora
+@pytest.mark.parametrize(
+    ("images_per_s", "device", "cpus", "busca", "tf"),
+    [
+        (4000.0, "nenhuma", 2, (10.0, 2.0), (14.0, 4.0)),  # a máquina do ensaio; 07: erro, fora
+        (40000.0, "GPU:0", 2, (10.0, 2.0), (1.4, 0.4)),  # a GPU não ajuda o scikit-learn
+        (40000.0, "GPU:0", 8, (2.5, 0.5), (1.4, 0.4)),  # com GPU, a busca segue as CPUs lógicas
+        (16000.0, "nenhuma", 16, (2.5, 0.5), (3.5, 1.0)),  # sem GPU, tudo segue a sonda
+    ],
+)
+def test_minutes_follow_the_probe_and_the_cpus(images_per_s, device, cpus, busca, tf):
+    probe = {"images_per_s": images_per_s, "device": device}
+    est = doctor.estimate_minutes(REFERENCE, probe, cpus)
+    assert est == {"02_busca.ipynb": pytest.approx(busca), "05_tf.ipynb": pytest.approx(tf)}
 
 
 def test_a_slower_cpu_machine_is_warned_and_told_what_to_do():
@@ -41,20 +50,6 @@ def test_a_slower_cpu_machine_is_warned_and_told_what_to_do():
     assert rows["05_tf.ipynb"].remedy.endswith("numa máquina com GPU")
     assert "mais núcleos (esta lição não usa GPU)" in rows["02_busca.ipynb"].remedy
     assert "0.50x" in rows["tempo das lições"].detail
-
-
-def test_a_gpu_speeds_up_only_the_tensorflow_lessons():
-    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 2)
-    assert est["05_tf.ipynb"] == pytest.approx((1.4, 0.4))
-    assert est["02_busca.ipynb"] == pytest.approx((10.0, 2.0))  # a GPU não ajuda o scikit-learn
-    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 40000.0, "device": "GPU:0"}, 8)
-    assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))  # 4x as CPUs lógicas
-
-
-def test_many_cpu_cores_speed_up_everything_by_the_probe():
-    est = doctor.estimate_minutes(REFERENCE, {"images_per_s": 16000.0, "device": "nenhuma"}, 16)
-    assert est["02_busca.ipynb"] == pytest.approx((2.5, 0.5))
-    assert est["05_tf.ipynb"] == pytest.approx((3.5, 1.0))
 
 
 def test_without_a_reference_or_a_probe_the_doctor_says_so():
@@ -72,8 +67,7 @@ def test_the_real_probe_measures_this_machine():
 
 
 def test_the_rehearsal_says_which_lessons_use_the_gpu():
-    """05 e 07 usam a GPU quando há uma; a 06 a esconde e, como as sem TensorFlow, o doctor a
-    estima pelas CPUs. A regra do ensaio e o ``gpu`` gravado em ``ensaio.json`` concordam."""
+    """05 e 07 usam a GPU; a 06 a esconde e, como as sem TensorFlow, é estimada pelas CPUs."""
     import json
     from pathlib import Path
 

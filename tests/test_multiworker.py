@@ -1,4 +1,5 @@
-"""``labutils.multiworker`` (lição 07) e o treino da solução num cluster Ray real de vários nós."""
+"""``labutils.multiworker`` e os processos da verificação do TODO 3 (lição 07). O treino da solução
+num cluster de várias máquinas está em ``test_classroom_machines.py``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from processes import descendants, run_python
 
@@ -18,14 +20,24 @@ from labutils.multiworker import checks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
+STUDENT = SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb")
 
 
 # ---------------------------------------------------------------- tf-keras
 
 
-def test_use_legacy_keras_makes_tf_keras_the_keras():
+@pytest.mark.parametrize(
+    ("keras_first", "says"),
+    [
+        ("", "KERAS tf_keras"),
+        ("import tensorflow as tf; tf.keras.layers.Dense", "Reinicie o kernel"),
+    ],
+    ids=["antes do TensorFlow", "depois do Keras 3 (reinicie)"],
+)
+def test_use_legacy_keras_makes_tf_keras_the_keras_or_asks_to_restart(keras_first, says):
     run = run_python(
-        """
+        f"""
+        {keras_first}
         from labutils import multiworker
         multiworker.use_legacy_keras()
         import tensorflow as tf
@@ -34,23 +46,8 @@ def test_use_legacy_keras_makes_tf_keras_the_keras():
         timeout=120,
         env={"TF_USE_LEGACY_KERAS": ""},
     )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "KERAS tf_keras" in run.stdout
-
-
-def test_use_legacy_keras_after_tensorflow_asks_to_restart_the_kernel():
-    run = run_python(
-        """
-        import tensorflow as tf
-        tf.keras.layers.Dense  # o Keras 3 já foi carregado
-        from labutils import multiworker
-        multiworker.use_legacy_keras()
-        """,
-        timeout=120,
-        env={"TF_USE_LEGACY_KERAS": ""},
-    )
-    assert run.returncode != 0
-    assert "Reinicie o kernel" in run.stdout + run.stderr
+    assert (run.returncode == 0) == (not keras_first), run.stdout + run.stderr
+    assert says in run.stdout + run.stderr
 
 
 # ---------------------------------------------------------------- recursos (falha rápida)
@@ -61,26 +58,15 @@ def fake_cluster(monkeypatch):
     """Um 'cluster' de mentira: lista de nós e recursos livres controlados pelo teste."""
     import ray
 
+    nodes = [
+        ("a", True, {"CPU": 1.0}),
+        ("b", True, {"CPU": 2.0, "GPU": 1.0}),
+        ("c", False, {"CPU": 8.0}),
+    ]
     state = {
         "nodes": [
-            {
-                "NodeID": "a" * 56,
-                "Alive": True,
-                "NodeManagerAddress": "10.0.0.1",
-                "Resources": {"CPU": 1.0},
-            },
-            {
-                "NodeID": "b" * 56,
-                "Alive": True,
-                "NodeManagerAddress": "10.0.0.2",
-                "Resources": {"CPU": 2.0, "GPU": 1.0},
-            },
-            {
-                "NodeID": "c" * 56,
-                "Alive": False,
-                "NodeManagerAddress": "10.0.0.3",
-                "Resources": {"CPU": 8.0},
-            },
+            {"NodeID": k * 56, "Alive": alive, "NodeManagerAddress": f"10.0.0.{i}", "Resources": r}
+            for i, (k, alive, r) in enumerate(nodes, 1)
         ],
         "free": {"CPU": 3.0, "GPU": 1.0},
     }
@@ -90,31 +76,26 @@ def fake_cluster(monkeypatch):
     return state
 
 
-def test_plan_fits_and_picks_cpu_when_not_one_gpu_per_worker(fake_cluster):
-    plan = multiworker.plan_workers(2)
-    assert (plan.num_workers, plan.use_gpu, plan.resources_per_worker) == (2, False, {"CPU": 1.0})
-    assert len(plan.nodes) == 2  # só os nós vivos
-    one = multiworker.plan_workers(1)
-    assert one.use_gpu and one.resources_per_worker == {"CPU": 1.0, "GPU": 1.0}
-
-
-def test_plan_rejects_more_workers_than_the_cluster_holds_at_once(fake_cluster):
+@pytest.mark.parametrize(
+    ("workers", "kwargs", "expected"),
+    [
+        (2, {}, (False, {"CPU": 1.0})),  # 1 GPU para 2 workers: não há uma por worker, CPU
+        (1, {}, (True, {"CPU": 1.0, "GPU": 1.0})),
+        (4, {"cpus_per_worker": 0.5}, (False, {"CPU": 0.5})),  # 2 no nó de 1 CPU + 4 no de 2
+        (4, {}, "só comporta 3"),
+        (2, {"use_gpu": True}, "só comporta 1"),
+        (2, {"cpus_per_worker": 1.5}, "só comporta 1"),  # só cabem workers inteiros num nó
+    ],
+)
+def test_plan_fits_the_live_nodes_or_fails_at_once(fake_cluster, workers, kwargs, expected):
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match="só comporta 3") as info:
-        multiworker.plan_workers(4)
-    assert "esperando para sempre" in str(info.value)
-    with pytest.raises(RuntimeError, match="só comporta 1"):
-        multiworker.plan_workers(2, use_gpu=True)
-    assert time.monotonic() - start < 2
-
-
-def test_plan_counts_whole_workers_per_node(fake_cluster):
-    # 1.5 CPU por worker: nenhum cabe no nó de 1 CPU, um no de 2 CPUs (total 3 CPUs não basta)
-    with pytest.raises(RuntimeError, match="só comporta 1"):
-        multiworker.plan_workers(2, cpus_per_worker=1.5)
-    # 0.5 CPU por worker: 2 no nó de 1 CPU + 4 no de 2 CPUs
-    plan = multiworker.plan_workers(4, cpus_per_worker=0.5)
-    assert not plan.use_gpu and plan.resources_per_worker == {"CPU": 0.5}
+    if isinstance(expected, str):
+        with pytest.raises(RuntimeError, match=expected):
+            multiworker.plan_workers(workers, **kwargs)
+        assert time.monotonic() - start < 2
+    else:
+        plan = multiworker.plan_workers(workers, **kwargs)
+        assert (plan.use_gpu, plan.resources_per_worker) == expected and len(plan.nodes) == 2
 
 
 def test_plan_waits_briefly_then_fails_when_resources_are_busy(fake_cluster):
@@ -167,40 +148,35 @@ def test_checkpoint_epoch_reads_the_epoch_written_with_the_worker(tmp_path):
 # ---------------------------------------------------------------- um TODO pendente
 
 
-def _source_of(notebook: Path, name: str) -> str:
-    """O código da célula do notebook que define a função ``name``."""
-    import nbformat
-
+def _cells(notebook: Path, *names: str) -> list[str]:
+    """O código das células do notebook que definem as funções ``names``."""
     cells = nbformat.read(notebook, as_version=4).cells
-    return next(c.source for c in cells if f"def {name}(" in c.source)
+    return [c.source for c in cells if any(f"def {name}(" in c.source for name in names)]
 
 
 def _loop_from(notebook: Path) -> dict:
     """Define (sem executar) as funções do laço dos workers das células do notebook."""
-    import nbformat
-
     ns = {"__name__": "__main__", "checks": checks, "multiworker": multiworker}
-    names = ("worker_datasets", "build_model", "resume", "train_loop_per_worker")
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        if any(f"def {name}(" in cell.source for name in names):
-            exec(compile(cell.source, str(notebook), "exec"), ns)
+    for source in _cells(notebook, "worker_datasets", "build_model", "train_loop_per_worker"):
+        exec(compile(source, str(notebook), "exec"), ns)
     return ns
 
 
-def test_pending_todo_finds_the_first_todo_of_the_loop_before_starting_workers():
-    student = _loop_from(SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb"))
+def test_the_student_loop_is_all_todo_and_the_first_one_is_named_before_starting_workers():
+    student = _loop_from(STUDENT)
+    for number, name in ((1, "worker_datasets"), (2, "build_model")):
+        with pytest.raises(checks.TodoNotDone, match=f"^TODO {number} "):
+            getattr(checks, f"check_{name}")(student[name])
     todo3 = "TODO 3 ainda não terminado: escreva a função de treino de cada worker."
     assert checks.pending_todo(student["train_loop_per_worker"]) == todo3
     start = time.monotonic()
-    # o TODO 1 ainda por fazer vem antes: a verificação do TODO 3 o nomeia
     with pytest.raises(checks.TodoNotDone, match="^Termine o TODO 1 primeiro"):
         checks.check_training_function(student["train_loop_per_worker"], {"batch_per_worker": 8})
     assert time.monotonic() - start < 20  # nenhum processo iniciado (só o import do TensorFlow)
     # TODO 3 feito: sobram os TODOs 1 e 2, nas funções que a função de treino chama
-    exec(compile(_source_of(SOLUTION, "train_loop_per_worker"), str(SOLUTION), "exec"), student)
+    exec(compile(_cells(SOLUTION, "train_loop_per_worker")[0], str(SOLUTION), "exec"), student)
     assert checks.pending_todo(student["train_loop_per_worker"]).startswith("TODO 1 ")
-    solution = _loop_from(SOLUTION)
-    assert checks.pending_todo(solution["train_loop_per_worker"]) is None
+    assert checks.pending_todo(_loop_from(SOLUTION)["train_loop_per_worker"]) is None
 
 
 # ---------------------------------------------------------------- os processos da verificação
@@ -288,7 +264,3 @@ def test_the_check_reports_the_worker_that_failed_and_stops_its_peer(by_value):
     assert "ValueError: quebrou de propósito" in failed["error"]
     (gone,) = checks._launch(_exit_without_traceback, {}, num_workers=1, timeout_s=60)
     assert "terminou com código 3" in gone["error"]
-
-
-# O treino da solução num cluster de várias máquinas, com uma delas perdendo a rede no meio do
-# treino, está em tests/test_classroom_machines.py (máquinas separadas, firewall, cabo puxado).

@@ -7,34 +7,24 @@ from pathlib import Path
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_lessons():
-    assert any(nb.name.startswith("01_") for nb in NOTEBOOKS)
-
-
-def test_notebooks_have_no_outputs_and_no_output_checks():
-    """Sem saídas; e, sem saída guardada, uma marca do nbval que compara a saída de uma célula
-    (tag ``nbval-check-output`` ou comentário ``# NBVAL_CHECK_OUTPUT``) não confere nada (o nbval
-    0.11 só compara células guardadas como executadas): o que a lição afirma é um ``assert``."""
+def test_notebooks_are_clean_numbered_and_use_python3():
+    """Sem saídas, e sem marca do nbval que compara a saída de uma célula (sem saída guardada,
+    ela não confere nada: o que a lição afirma é um ``assert``)."""
     dirty, marks = [], []
     for nb in NOTEBOOKS:
-        for cell in json.loads(nb.read_text())["cells"]:
+        assert re.match(r"^\d{2}_[a-z0-9_]+\.ipynb$", nb.name), nb.name
+        content = json.loads(nb.read_text())
+        assert content["metadata"]["kernelspec"]["name"] == "python3", nb.name
+        for cell in content["cells"]:
             if cell["cell_type"] != "code":
                 continue
             if cell["outputs"] or cell["execution_count"]:
                 dirty.append(nb.name)
-            source = "".join(cell["source"])
             tags = cell.get("metadata", {}).get("tags", [])
-            if "nbval-check-output" in tags or re.search(r"#\s*NBVAL_CHECK_OUTPUT", source):
+            if "nbval-check-output" in tags or "NBVAL_CHECK_OUTPUT" in "".join(cell["source"]):
                 marks.append(nb.name)
     assert not dirty, f"notebooks com saídas (limpe antes de versionar): {sorted(set(dirty))}"
     assert not marks, f"comparação de saída que não compara nada: {sorted(set(marks))}"
-
-
-def test_notebooks_are_numbered_and_use_python3():
-    for nb in NOTEBOOKS:
-        assert re.match(r"^\d{2}_[a-z0-9_]+\.ipynb$", nb.name), nb.name
-        meta = json.loads(nb.read_text())["metadata"]
-        assert meta["kernelspec"]["name"] == "python3", nb.name
 
 
 IMPORT_RAY = re.compile(r"^\s*(import ray\b|from ray\b)", re.M)
@@ -52,10 +42,8 @@ def first_import(cells: list[dict], pattern: re.Pattern) -> tuple[int, int] | No
 
 
 def test_labutils_is_imported_before_ray():
-    """O ``import labutils`` liga a autenticação por token (``RAY_AUTH_MODE``) antes de o Ray ser
-    carregado. Com o ``ray`` importado antes, o kernel roda o Ray sem token e mostra um aviso.
-    No CI isso passaria despercebido: o conftest da raiz já exporta a variável para os kernels,
-    e num ``make lab`` ela não existe."""
+    """O ``import labutils`` liga o token (``RAY_AUTH_MODE``) antes de o Ray ser carregado; o
+    nbval não o pegaria (o conftest da raiz já exporta a variável para os kernels)."""
     wrong = []
     for nb in NOTEBOOKS:
         cells = json.loads(nb.read_text())["cells"]
