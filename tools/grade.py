@@ -1,32 +1,22 @@
 """Corrige uma turma: roda cada notebook entregue da lição 07 e julga cada TODO com as
-verificações de referência, fora do kernel do aluno.
+verificações de referência, fora do kernel do aluno::
 
-Ferramenta do instrutor (fora do pacote ``labutils``, que os alunos importam)::
+    python tools/grade.py PASTA_DAS_ENTREGAS [--scale smoke|full] [--timeout S]   # make grade
 
-    python tools/grade.py PASTA_DAS_ENTREGAS [--scale smoke|full] [--timeout S]
-    make grade DIR=PASTA_DAS_ENTREGAS
-
-Para cada ``*.ipynb`` da pasta:
-
-1. **o treino**: o notebook roda num kernel novo, com o seu próprio Ray (``RAY_ADDRESS`` é tirada
-   do ambiente), numa pasta de trabalho e com uma pasta de checkpoints (``LABUTILS_TRAIN_STORAGE``)
-   só da correção, com limite de tempo. As células de verificação não rodam ali (de nada valeria:
-   o aluno pode tê-las editado ou trocado as funções que elas chamam); nem os exemplos e as seções
-   opcionais (etiquetas ``exemplo``, ``opcional``), exceto com ``--all-cells``. Uma célula da
-   correção, no fim, anota o que o treino devolveu (``run_facts``) e a ``test_accuracy``.
-2. **os TODOs 1–3**, cada um num processo novo (:func:`judge`): as verificações de referência são
-   importadas e guardadas ANTES de qualquer código do aluno; das células do aluno entram só os
-   ``import``, as definições de funções e classes e as constantes literais
-   (:func:`answers_source`); nenhuma outra linha de nível superior roda. Uma célula que troca as
-   verificações, em qualquer lugar do notebook, não chega lá.
-3. **os TODOs 4 e 5**, num processo sem código do aluno: os checkpoints que ficaram na pasta da
-   correção (uma época por checkpoint, os ``worker_<rank>.json``) e o ``model.keras`` do último,
-   avaliado aqui no teste; a ``test_accuracy`` do aluno tem de bater com essa medida.
+1. **O treino**: o notebook roda num kernel e num Ray novos (sem ``RAY_ADDRESS``), numa pasta de
+   trabalho e de checkpoints (``LABUTILS_TRAIN_STORAGE``) só da correção, com limite de tempo; sem
+   as células de verificação (o aluno pode tê-las editado), nem, sem ``--all-cells``, os exemplos
+   e as seções opcionais. Uma célula da correção, no fim, anota o que o treino devolveu.
+2. **Os TODOs 1–3**, cada um num processo novo (:func:`judge`): as verificações de referência são
+   guardadas ANTES de qualquer código do aluno, e das células dele entram só os ``import``, as
+   definições e as constantes literais (:func:`answers_source`).
+3. **Os TODOs 4 e 5**, num processo sem código do aluno: os checkpoints que ficaram na pasta da
+   correção e o ``model.keras`` do último, avaliado aqui no teste.
 
 Na pasta ficam ``grades.csv`` e ``grades.md`` (uma linha por arquivo, uma coluna por
-verificação, ``total`` = quantas passaram, ``motivo`` quando o notebook não terminou) e, em
-``_correcao/``, a cópia executada de cada notebook, com o veredito de referência na saída de
-cada célula de verificação. O que a correção não impede está em ``docs/instrutor/licao_07.md``.
+verificação) e, em ``_correcao/``, a cópia executada de cada notebook, com o veredito de
+referência em cada célula de verificação. O que a correção não impede está em
+``docs/instrutor/licao_07.md``.
 """
 
 from __future__ import annotations
@@ -37,7 +27,6 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from labutils import system  # noqa: E402
 from tools.run_notebooks import execute, tags  # noqa: E402
 
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
@@ -60,32 +50,28 @@ JUDGE_TIMEOUT_S = 600
 ANSWER_NAMES = {"1": "worker_datasets", "2": "build_model", "3": "train_loop_per_worker"}
 #: a célula que a correção acrescenta ao fim do notebook: anota o que o treino devolveu
 FACTS_CELL = """
-def _grader_facts(path):
-    import json
-    from labutils.multiworker import checks
-    facts = {}
-    try:
-        facts["run"] = checks.run_facts(trainer, result)  # noqa: F821
-        facts["plan_use_gpu"] = bool(plan.use_gpu)  # noqa: F821
-    except BaseException as err:
-        facts["run_error"] = [type(err).__name__, str(err)]
-    try:
-        facts["accuracy"] = None if test_accuracy is ... else float(test_accuracy)  # noqa: F821
-    except BaseException as err:
-        facts["accuracy_error"] = [type(err).__name__, str(err)]
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(facts, f)
-
-
-_grader_facts(%r)
+import json as _json
+from labutils.multiworker import checks as _checks
+_facts = {}
+try:
+    _facts["run"] = _checks.run_facts(trainer, result)
+    _facts["plan_use_gpu"] = bool(plan.use_gpu)
+except BaseException as _err:
+    _facts["run_error"] = [type(_err).__name__, str(_err)]
+try:  # sem test_accuracy (ou ainda ...): o TODO 5 não foi feito
+    _facts["accuracy"] = None if test_accuracy is ... else float(test_accuracy)
+except BaseException:
+    pass
+with open(%r, "w", encoding="utf-8") as _f:
+    _json.dump(_facts, _f)
 """
 
 
-def reference_checks(solution: Path = SOLUTION) -> dict[str, str]:
+def reference_checks() -> dict[str, str]:
     """``{etiqueta: código}`` das células de verificação da solução, na ordem do notebook."""
     import nbformat
 
-    cells = nbformat.read(solution, as_version=4).cells
+    cells = nbformat.read(SOLUTION, as_version=4).cells
     return {tag: cell.source for cell in cells for tag in tags(cell) if tag.startswith(CHECK_TAG)}
 
 
@@ -100,9 +86,13 @@ def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     return env
 
 
+def _label(tag: str) -> str:
+    return tag.removeprefix(CHECK_TAG)
+
+
 # ---------------------------------------------------------------- as respostas, sem executar o resto
 def _dotted(node: ast.AST) -> bool:
-    """``nome`` ou ``a.b.c``: avaliá-lo só lê nomes (sem chamar nada)."""
+    """``nome`` ou ``a.b.c``: avaliá-lo só lê nomes."""
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
@@ -158,10 +148,8 @@ def _safe_statement(stmt: ast.stmt, in_class: bool = False) -> bool:
 
 def answers_source(nb: Any) -> str:
     """O código das respostas do aluno: de cada célula de código (menos as de verificação), só os
-    ``import``, as definições de funções e classes e as constantes literais, na ordem do
-    notebook. Nada mais de nível superior entra: nem chamadas, nem atribuições calculadas, nem
-    decoradores ou valores padrão que chamem algo. Células com mágicas do IPython ou sintaxe
-    inválida ficam de fora."""
+    ``import``, as definições cuja criação não chama nada e as constantes literais, na ordem do
+    notebook. Células com mágicas do IPython ou sintaxe inválida ficam de fora."""
     kept: list[ast.stmt] = []
     for cell in nb.cells:
         if cell.cell_type != "code" or any(t.startswith(CHECK_TAG) for t in tags(cell)):
@@ -184,12 +172,10 @@ def judge(what: str, answers: str, facts: dict[str, Any], env: dict[str, str]) -
         job.write_text(json.dumps({"what": what, "answers": answers, "facts": facts}))
         env = {**env, "TF_USE_LEGACY_KERAS": "1"}
         numbers = what.split(",")
-        try:
-            run = subprocess.run(
-                [sys.executable, "-I", str(Path(__file__).resolve()), "--judge", str(job), str(out)],
-                cwd=folder, env=env, capture_output=True, text=True, timeout=JUDGE_TIMEOUT_S,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
+        argv = [sys.executable, "-I", str(Path(__file__).resolve()), "--judge", str(job), str(out)]
+        try:  # passou do prazo: o grupo inteiro (os processos de treino do TODO 3) é encerrado
+            run = system.run(argv, cwd=folder, env=env, timeout=JUDGE_TIMEOUT_S, check=False)
+        except system.CommandError:
             why = f"falhou: a verificação passou de {JUDGE_TIMEOUT_S} s"
             return {**{n: why for n in numbers}, "output": ""}
         if not out.exists():
@@ -235,13 +221,10 @@ def _judge_main(job_path: str, out_path: str) -> int:
             verdicts[number] = NOT_DONE
             printed.write(f"🚧 {err}\n")
             return None
-        except check_error as err:
-            verdicts[number] = f"falhou: {' '.join(str(err).split())[:300]}"
-            printed.write(f"❌ {err}\n")
-            return None
         except Exception as err:
-            verdicts[number] = f"falhou: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
-            printed.write(f"❌ {type(err).__name__}: {err}\n")
+            why = str(err) if isinstance(err, check_error) else f"{type(err).__name__}: {err}"
+            verdicts[number] = f"falhou: {' '.join(why.split())[:300]}"
+            printed.write(f"❌ {why}\n")
             return None
         verdicts[number] = PASSED
         return value
@@ -259,11 +242,8 @@ def _judge_main(job_path: str, out_path: str) -> int:
         def run_check() -> None:
             if answer is None:
                 raise check_error(f"Não encontrei a função {ANSWER_NAMES[number]} no notebook.")
-            if number == "3":
-                config = {"batch_per_worker": size.batch_per_replica, "epochs": 2}
-                reference["3"](answer, config)
-            else:
-                reference[number](answer)
+            config = {"batch_per_worker": size.batch_per_replica, "epochs": 2}
+            reference[number](answer, *([config] if number == "3" else []))
 
         verdict(number, run_check)
     else:  # TODOs 4 e 5: o que ficou no disco, sem código do aluno
@@ -301,10 +281,6 @@ def _judge_main(job_path: str, out_path: str) -> int:
     verdicts["output"] = printed.getvalue()[-5000:]
     Path(out_path).write_text(json.dumps(verdicts), encoding="utf-8")
     return 0
-
-
-def _number(tag: str) -> str:
-    return tag[len(CHECK_TAG) :].split("-")[0]
 
 
 def grade_notebook(
@@ -352,37 +328,32 @@ def grade_notebook(
     try:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.exists() else {}
         outputs: dict[str, str] = {}
+        numbers = {tag: _label(tag).split("-")[0] for tag in checks}  # "check-1-dados": "1"
         for what in (*ANSWER_NAMES, "4,5"):
-            if not any(_number(tag) in what.split(",") for tag in checks):
-                continue
-            if what in ANSWER_NAMES and not answers.strip():
+            asked = what.split(",")
+            if not set(asked) & set(numbers.values()) or (what in ANSWER_NAMES and not answers):
                 continue
             got = judge(what, answers, facts, _kernel_env(scale, results))
-            for number in what.split(","):
-                outputs[number] = got.get("output", "")
-                for tag in checks:
-                    if _number(tag) == number:
-                        row[tag] = got.get(number, NOT_RUN)
+            for tag, number in numbers.items():
+                if number in asked:
+                    row[tag], outputs[number] = got.get(number, NOT_RUN), got.get("output", "")
         nb.cells.pop()  # a célula da correção
         present = {tag for cell in nb.cells for tag in tags(cell) if tag in checks}
         for cell in nb.cells:  # a cópia mostra o veredito de referência em cada verificação
             for tag in tags(cell) & set(checks):
                 cell.source = checks[tag]
-                shown = f"[correção] {row[tag]}\n{outputs.get(_number(tag), '')}"
+                shown = f"[correção] {row[tag]}\n{outputs.get(numbers[tag], '')}"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=shown)]
-        for tag in set(checks) - present:  # a nota não depende da célula, mas o aluno a apagou
-            row["motivo"] = (row["motivo"] + "; " if row["motivo"] else "") + (
-                f"célula {tag} apagada (julgada assim mesmo)"
-            )
+        # a nota não depende da célula, mas o aluno a apagou
+        gone = [
+            f"célula {tag} apagada (julgada assim mesmo)" for tag in checks if tag not in present
+        ]
+        row["motivo"] = "; ".join(filter(None, [row["motivo"], *gone]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out_dir / path.name)
     return row
-
-
-def _label(tag: str) -> str:
-    return tag[len(CHECK_TAG) :]
 
 
 def write_reports(folder: Path, rows: dict[str, dict[str, Any]], checks: dict[str, str]) -> None:
@@ -403,43 +374,13 @@ def write_reports(folder: Path, rows: dict[str, dict[str, Any]], checks: dict[st
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
-    for cells in table:
-        shown = [cells[0]]
-        for value in cells[1:-2]:
-            mark = icon.get(value, "❌")
-            shown.append(mark if mark != "❌" else f"❌ {value[len('falhou: ') :][:120]}")
-        shown += cells[-2:]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in shown) + " |")
+    for name, *verdicts, total, why in table:
+        marks = [icon.get(v) or f"❌ {v.removeprefix('falhou: ')[:120]}" for v in verdicts]
+        lines.append(
+            "| " + " | ".join(c.replace("|", "\\|") for c in [name, *marks, total, why]) + " |"
+        )
     lines += ["", "✅ passou · 🚧 não terminado · ❌ falhou (motivo) · ⏹️ não avaliado", ""]
     (folder / "grades.md").write_text("\n".join(lines), encoding="utf-8")
-
-
-def grade_folder(
-    folder: Path,
-    *,
-    scale: str = "smoke",
-    timeout_s: float = 900.0,
-    solution: Path = SOLUTION,
-    all_cells: bool = False,
-) -> dict[str, dict[str, Any]]:
-    """Corrige todos os ``*.ipynb`` de ``folder`` e grava os relatórios; devolve as linhas."""
-    checks = reference_checks(solution)
-    rows: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.ipynb")):
-        start = time.monotonic()
-        print(f"corrigindo {path.name} ...", flush=True)
-        rows[path.name] = grade_notebook(
-            path,
-            checks,
-            scale=scale,
-            timeout_s=timeout_s,
-            out_dir=folder / OUTPUT_DIR,
-            all_cells=all_cells,
-        )
-        passed = sum(rows[path.name][t] == PASSED for t in checks)
-        print(f"  {passed}/{len(checks)} em {time.monotonic() - start:.0f} s", flush=True)
-    write_reports(folder, rows, checks)
-    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -463,7 +404,18 @@ def main(argv: list[str] | None = None) -> int:
     if not any(args.folder.glob("*.ipynb")):
         print(f"Nenhum .ipynb em {args.folder}.", file=sys.stderr)
         return 2
-    grade_folder(args.folder, scale=args.scale, timeout_s=args.timeout, all_cells=args.all_cells)
+    checks = reference_checks()
+    rows: dict[str, dict[str, Any]] = {}
+    for path in sorted(args.folder.glob("*.ipynb")):
+        start = time.monotonic()
+        print(f"corrigindo {path.name} ...", flush=True)
+        rows[path.name] = row = grade_notebook(
+            path, checks, scale=args.scale, timeout_s=args.timeout,
+            out_dir=args.folder / OUTPUT_DIR, all_cells=args.all_cells,
+        )  # fmt: skip
+        passed = sum(row[t] == PASSED for t in checks)
+        print(f"  {passed}/{len(checks)} em {time.monotonic() - start:.0f} s", flush=True)
+    write_reports(args.folder, rows, checks)
     print(f"gravados {args.folder / 'grades.csv'} e {args.folder / 'grades.md'}")
     return 0
 
