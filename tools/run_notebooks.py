@@ -4,16 +4,11 @@ da lição 07 e os testes que rodam notebooks fora do nbval passam todos por :fu
     python tools/run_notebooks.py [--scale smoke|full] [--out build/notebooks] [NOTEBOOK ...]
     python tools/run_notebooks.py --rehearsal [--only 05 06] [--out docs/ensaio]   # make rehearsal
 
-Sem nomes, roda cada lição e a solução da lição 07, em ordem, cada uma num kernel novo, e
-imprime uma linha por notebook com o tempo. O notebook do aluno fica de fora: ele para, de
-propósito, no TODO 1.
-
-``--rehearsal`` (o ensaio, escala ``full`` por padrão): com ``LABUTILS_SYNTHETIC_DATA=1`` os
-carregadores das lições geram dados SINTÉTICOS do tamanho real (sem os reais, offline, nada
-rodaria na escala da aula); cronometra cada célula e grava em ``--out`` o ``ensaio.md`` (a
-tabela) e o ``ensaio.json`` (o que ``python -m labutils.doctor`` lê para estimar os minutos de
-cada lição em outra máquina), com a máquina, o pico de memória, a carga e a sonda de velocidade
-(:func:`labutils.doctor.speed_probe`) medida antes das lições.
+Sem nomes, roda as lições e a solução da lição 07 (a cópia do aluno para, de propósito, no TODO
+1), cada uma num kernel novo, com uma linha por notebook e o tempo. ``--rehearsal`` (o ensaio,
+escala ``full`` por padrão): dados SINTÉTICOS do tamanho real (``LABUTILS_SYNTHETIC_DATA=1``),
+cada célula cronometrada, e ``ensaio.md`` e ``ensaio.json`` (o que ``python -m labutils.doctor``
+lê para estimar os minutos de cada lição em outra máquina) gravados em ``--out``.
 """
 
 from __future__ import annotations
@@ -34,15 +29,13 @@ sys.path.insert(0, str(ROOT))
 
 from labutils.system import kill_tree  # noqa: E402
 
-STUDENT_SUFFIX = "_aluno.ipynb"
-OPTIONAL_TAG = "opcional"
 #: minutos de um período de aula para o caminho principal de uma lição (a meta do ensaio)
 CLASS_PERIOD_MIN = 15.0
 
 
 def lesson_notebooks(folder: Path = ROOT / "notebooks") -> list[Path]:
     """As lições e a solução do exercício, em ordem (sem a cópia do aluno, que para no TODO 1)."""
-    return [p for p in sorted(folder.glob("[0-9]*.ipynb")) if not p.name.endswith(STUDENT_SUFFIX)]
+    return [p for p in sorted(folder.glob("[0-9]*.ipynb")) if not p.name.endswith("_aluno.ipynb")]
 
 
 def tags(cell) -> set[str]:
@@ -59,17 +52,13 @@ def execute(
     allow_errors: bool = False,
     times: list[dict] | None = None,
 ) -> list[dict]:
-    """Roda as células de código de ``nb`` (nbformat) num kernel novo, em ``cwd``, e devolve o
-    tempo de cada uma: ``[{"index", "seconds", "tags"}]``.
-
-    ``timeout``: limite do notebook inteiro (s); passou dele, ``TimeoutError``. ``skip``: etiquetas
-    de células que não rodam. ``allow_errors``: uma célula com erro não interrompe (o erro fica
-    na saída dela); sem ele, ``nbclient``'s ``CellExecutionError``. ``times``: a lista onde os
-    tempos vão entrando (fica com os da célula que falhou). No fim, o kernel e tudo o que ele
-    iniciou (o Ray) são encerrados.
-    """
+    """Roda as células de código de ``nb`` num kernel novo, em ``cwd``, menos as com uma etiqueta
+    de ``skip``, e devolve o tempo de cada uma em ``times``: ``[{"index", "seconds", "tags"}]``
+    (também o da célula que falhou). ``timeout``: o limite do notebook inteiro (s); passou dele,
+    ``TimeoutError``. Sem ``allow_errors``, a célula com erro levanta ``CellExecutionError``. No
+    fim, o kernel e tudo o que ele iniciou (o Ray) são encerrados."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    from nbclient.exceptions import CellTimeoutError
 
     kernel_env = dict(os.environ if env is None else env)
     client = NotebookClient(
@@ -94,9 +83,6 @@ def execute(
                     client.execute_cell(cell, index)
                 except CellTimeoutError:
                     raise TimeoutError(f"passou do limite de {timeout:g} s") from None
-                except CellExecutionError:
-                    if not allow_errors:
-                        raise
                 finally:
                     seconds = time.perf_counter() - start
                     times.append({"index": index, "seconds": seconds, "tags": sorted(tags(cell))})
@@ -105,7 +91,7 @@ def execute(
     return times
 
 
-def _now() -> str:
+def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -139,7 +125,7 @@ def uses_gpu(nb) -> bool:
 
 def rehearsal_row(path: Path, nb, times: list[dict], error: str | None, **extra) -> dict:
     """A linha de uma lição no ``ensaio.json``: os totais e as 3 células mais lentas."""
-    cells = [{"index": t["index"], "seconds": t["seconds"], "optional": OPTIONAL_TAG in t["tags"],
+    cells = [{"index": t["index"], "seconds": t["seconds"], "optional": "opcional" in t["tags"],
               "first_line": (nb.cells[t["index"]].source.strip().splitlines() or [""])[0][:70]}
              for t in times]  # fmt: skip
     core = sum(c["seconds"] for c in cells if not c["optional"])
@@ -226,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         env.update(LABUTILS_SYNTHETIC_DATA="1", TFDS_DISABLE_PROGRESS_BAR="1",
                    LABUTILS_RESULTS_DIR=str(ROOT / "results" / f"ensaio_{scale}"))  # fmt: skip
         print("sonda de velocidade...", flush=True)
-        report = {"scale": scale, "date": _now(), "machine": machine(),
+        report = {"scale": scale, "date": now(), "machine": machine(),
                   "probe": doctor.speed_probe(), "class_period_min": CLASS_PERIOD_MIN,
                   "lessons": []}  # fmt: skip
         previous = out / "ensaio.json"
@@ -239,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        load, date, start, error = os.getloadavg()[0], _now(), time.perf_counter(), None
+        load, date, start, error = os.getloadavg()[0], now(), time.perf_counter(), None
         memory = [psutil.virtual_memory().used] * 2  # [no início, o pico], amostrado a cada 0,5 s
         done = threading.Event()
 
