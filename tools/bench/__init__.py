@@ -17,34 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from labutils import system
-from labutils.config import child_env
 
 #: a raiz do repositório, onde mora o pacote ``tools``
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def measure_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Ambiente de um processo de medida (``python -m tools.bench.X``): o de :func:`child_env`,
-    com a raiz do repositório no ``PYTHONPATH``. O ``tools`` não é instalado: assim o processo e
-    os workers do Ray que ele inicia (que herdam o ambiente) o encontram de qualquer pasta."""
-    env = child_env(extra)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
 
 
 def run_measure(
     module: str, *args: Any, scale: str, timeout: float, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Roda ``python -m tools.bench.<module> ARGS...`` (um ``dict`` vai como JSON) num processo
-    novo, com a escala ``scale``, e devolve o JSON que ele imprime
-    (:func:`labutils.system.run_json`): em qualquer falha, ``{"error": motivo}``. O grupo de
-    processos inteiro, inclusive o Ray que a medida tenha iniciado, é encerrado no fim, termine ela
-    bem ou não."""
-    extra = {"TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale, **(env or {})}
+    novo e devolve o JSON que ele imprime (:func:`measure_main`); em qualquer falha, ``{"error":
+    motivo}``. O grupo de processos inteiro, o Ray da medida incluído, é encerrado no fim."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "LABUTILS_SCALE": scale, **(env or {})}
+    # o ``tools`` não é instalado: com a raiz no PYTHONPATH, o processo e os workers do Ray que
+    # ele inicia (que herdam o ambiente) o encontram de qualquer pasta
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     argv = [json.dumps(a) if isinstance(a, dict) else str(a) for a in args]
     return system.run_json(
         [sys.executable, "-m", f"tools.bench.{module}", *argv],
-        env=measure_env(extra),
+        env=env,
         timeout=timeout,
         late=f"passou do limite de {timeout:g} s e foi encerrado (SIGKILL).",
         failed="o processo de medida terminou sem resultado",

@@ -20,11 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
     parser.add_argument("--scale", choices=SCALES, default=None, help="padrão: LABUTILS_SCALE")
     parser.add_argument("--repeats", type=int, default=3, help="repetições de cada medida")
-    parser.add_argument(
-        "--only",
-        default=",".join(SECTIONS),
-        help=f"seções, separadas por vírgula: {', '.join(SECTIONS)}",
-    )
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"seções, entre vírgulas: "
+                        f"{', '.join(SECTIONS)}")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("results") / "bench")
     parser.add_argument(
         "--synthetic-data",
@@ -39,17 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(only) - set(SECTIONS))
     if unknown or not only:
         parser.error(f"seções desconhecidas: {unknown}; use algumas destas: {', '.join(SECTIONS)}")
-    scale = args.scale or current_scale()
     if args.synthetic_data:  # os carregadores de labutils.data, aqui e nos processos de medida
         os.environ["LABUTILS_SYNTHETIC_DATA"] = "1"
-
+    scale = args.scale or current_scale()
     report = Report(machine_info(scale))
-    for section in SECTIONS:
+    for section, module in SECTIONS.items():
         if section in only:
-            module = importlib.import_module(f"tools.bench.{SECTIONS[section]}")
-            module.run(report, args.repeats, scale)
-            report.write(args.out)  # o que já foi medido fica salvo se algo falhar depois
-    paths = report.write(args.out)
+            importlib.import_module(f"tools.bench.{module}").run(report, args.repeats, scale)
+            paths = report.write(args.out)  # a cada seção: o que já foi medido fica salvo
     print(report.markdown())
     print("\n".join(f"{kind}: {path}" for kind, path in paths.items()), file=sys.stderr)
     return 0

@@ -1,4 +1,5 @@
-"""Custos fixos do Ray: iniciar, agendar uma tarefa vazia, mover dados (``ray.put`` × argumento × captura)."""
+"""Custos fixos do Ray: iniciar, agendar uma tarefa vazia, mover dados (``ray.put`` × argumento ×
+captura)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ def _add_pair(report: Report, what: str, base: tuple, other: tuple, note: str) -
     """Duas formas de fazer o mesmo trabalho: a segunda com speedup sobre a primeira."""
     (base_label, base_values), (other_label, other_values) = base, other
     first = report.add(Measurement(SECTION, f"{what}: {base_label}", "tempo (s)", base_values))
+    speedup = first.median / statistics.median(other_values)
     report.add(
         Measurement(
-            SECTION,
-            f"{what}: {other_label}",
-            "tempo (s)",
-            other_values,
-            speedup=first.median / statistics.median(other_values),
-            note=note,
+            SECTION, f"{what}: {other_label}", "tempo (s)", other_values, speedup, note=note
         )
     )
+
+
+def _seconds(call) -> float:
+    with Timer() as t:
+        call()
+    return t.seconds
 
 
 def run(report: Report, repeats: int, scale: str) -> None:
@@ -36,14 +39,13 @@ def run(report: Report, repeats: int, scale: str) -> None:
 
     n_tasks = pick(full=2_000, smoke=200, scale=scale)
     array_mb = pick(full=100, smoke=10, scale=scale)
+    captured_mb = pick(full=20, smoke=5, scale=scale)
     n_readers = pick(full=8, smoke=4, scale=scale)
 
     init_seconds = []
     for _ in range(repeats):
         ray.shutdown()
-        with Timer() as t:
-            init_ray(dashboard=False)
-        init_seconds.append(t.seconds)
+        init_seconds.append(_seconds(lambda: init_ray(dashboard=False)))
     report.add(Measurement(SECTION, "ray.init (local, sem dashboard)", "tempo (s)", init_seconds))
 
     @ray.remote
@@ -51,30 +53,17 @@ def run(report: Report, repeats: int, scale: str) -> None:
         return None
 
     ray.get([empty.remote() for _ in range(50)])  # aquece os workers
-    rates = []
-    for _ in range(repeats):
-        with Timer() as t:
-            ray.get([empty.remote() for _ in range(n_tasks)])
-        rates.append(n_tasks / t.seconds)
-    report.add(
-        Measurement(
-            SECTION,
-            f"{n_tasks} tarefas vazias",
-            "tarefas/s",
-            rates,
-            note=f"custo fixo ≈ {1000 / statistics.median(rates):.2f} ms por tarefa",
-            higher_is_better=True,
-        )
-    )
+    rates = [n_tasks / _seconds(lambda: ray.get([empty.remote() for _ in range(n_tasks)]))
+             for _ in range(repeats)]  # fmt: skip
+    note = f"custo fixo ≈ {1000 / statistics.median(rates):.2f} ms por tarefa"
+    report.add(Measurement(SECTION, f"{n_tasks} tarefas vazias", "tarefas/s", rates, note=note))
 
     @ray.remote
     def total(vector):
         return float(vector.sum())
 
-    def timed(call) -> float:
-        with Timer() as t:
-            ray.get([call() for _ in range(n_readers)])
-        return t.seconds
+    def readers(call) -> float:
+        return _seconds(lambda: ray.get([call() for _ in range(n_readers)]))
 
     def put_once(block) -> float:  # o ray.put entra na conta
         with Timer() as t:
@@ -85,19 +74,14 @@ def run(report: Report, repeats: int, scale: str) -> None:
     data = np.ones(array_mb * 1024**2 // 8)
     by_arg, by_put = [], []
     for _ in range(repeats):
-        by_arg.append(timed(lambda: total.remote(data)))
+        by_arg.append(readers(lambda: total.remote(data)))
         by_put.append(put_once(data))
-    _add_pair(
-        report,
-        f"{n_readers} tarefas lendo {array_mb} MB",
-        ("array em cada chamada", by_arg),
-        ("ray.put uma vez", by_put),
-        note="speedup sobre passar o array em cada chamada",
-    )
+    _add_pair(report, f"{n_readers} tarefas lendo {array_mb} MB",
+              ("array em cada chamada", by_arg), ("ray.put uma vez", by_put),
+              note="speedup sobre passar o array em cada chamada")  # fmt: skip
 
     # Dados de treino lidos de fora da função, como no roteiro (a definição da função leva a
     # cópia), contra uma cópia só no armazém de objetos. Função nova a cada repetição: sessão nova.
-    captured_mb = pick(full=20, smoke=5, scale=scale)
     block = np.ones(captured_mb * 1024**2 // 8)
     by_capture, by_put_block = [], []
     for _ in range(repeats):
@@ -106,13 +90,9 @@ def run(report: Report, repeats: int, scale: str) -> None:
         def total_captured():
             return float(block.sum())
 
-        by_capture.append(timed(total_captured.remote))
+        by_capture.append(readers(total_captured.remote))
         by_put_block.append(put_once(block))
-    _add_pair(
-        report,
-        f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino",
-        ("capturados pela função (roteiro)", by_capture),
-        ("ray.put uma vez", by_put_block),
-        note="speedup sobre capturar os dados na definição da função",
-    )
+    _add_pair(report, f"{n_readers} tarefas lendo {captured_mb} MB de dados de treino",
+              ("capturados pela função (roteiro)", by_capture), ("ray.put uma vez", by_put_block),
+              note="speedup sobre capturar os dados na definição da função")  # fmt: skip
     ray.shutdown()

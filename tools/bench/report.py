@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import os
 import platform
-import shutil
 import statistics
-import subprocess
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from labutils import system
+from tools.run_notebooks import machine, now
 
 
 @dataclass
@@ -24,10 +24,9 @@ class Measurement:
     values: list[float]
     #: speedup sobre a linha de base da seção (mediana), se fizer sentido
     speedup: float | None = None
-    #: maior speedup que a máquina permite para este trabalho (núcleos × tarefas medidas)
+    #: maior speedup que a máquina permite para este trabalho
     bound: float | None = None
     note: str = ""
-    higher_is_better: bool = False
 
     @property
     def median(self) -> float:
@@ -65,15 +64,9 @@ class Report:
         self.rows.append(row)
         return row
 
-    def skip(self, section: str, approach: str, reason: str) -> Skipped:
-        """Registra uma medida não feita; ela aparece no relatório com o motivo."""
-        item = Skipped(section, approach, reason)
-        self.skipped.append(item)
-        return item
-
-    def conclude(self, section: str, line: str) -> None:
-        """Registra uma meta e se ela foi cumprida NESTA execução (uma linha, com os números)."""
-        self.targets.append((section, line))
+    def skip(self, section: str, approach: str, reason: str) -> None:
+        """Registra uma medida não feita; ela aparece no relatório com o motivo (numa linha)."""
+        self.skipped.append(Skipped(section, approach, " ".join(reason.split())))
 
     def markdown(self) -> str:
         lines = ["# Benchmark do laboratório", "", "## Máquina", ""]
@@ -85,19 +78,18 @@ class Report:
         lines.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for r in self.rows:
             low, high = r.spread
+            pct = "–" if r.of_bound is None else f"{100 * r.of_bound:.0f}%"
             lines.append(
                 f"| {r.section} | {r.approach} | {r.metric} | {_fmt(r.median)} | "
                 f"{_fmt(low)} – {_fmt(high)} | {len(r.values)} | {_fmt(r.speedup, 'x')} | "
-                f"{_fmt(r.bound, 'x')} | {_pct(r.of_bound)} | {r.note} |"
+                f"{_fmt(r.bound, 'x')} | {pct} | {r.note} |"
             )
         if self.targets:
             lines += ["", "## Metas, conferidas nesta execução", ""]
             lines += [f"- **{section}**: {line}" for section, line in self.targets]
         if self.skipped:
             lines += ["", "## Não medido", ""]
-            for item in self.skipped:
-                reason = " ".join(item.reason.split())
-                lines.append(f"- **{item.section} / {item.approach}**: {reason}")
+            lines += [f"- **{s.section} / {s.approach}**: {s.reason}" for s in self.skipped]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: Path) -> dict[str, Path]:
@@ -122,11 +114,10 @@ class Report:
                     [r.section, r.approach, r.metric, r.median, low, high, len(r.values),
                      r.speedup, r.bound, r.of_bound, " ".join(f"{v:.6g}" for v in r.values), r.note]
                 )  # fmt: skip
-            for item in self.skipped:  # linha sem números: o motivo vai na nota
+            for s in self.skipped:  # linha sem números: o motivo vai na nota
                 writer.writerow(
-                    [item.section, item.approach, "não medido", "", "", "", 0, "", "", "", "",
-                     " ".join(item.reason.split())]
-                )  # fmt: skip
+                    [s.section, s.approach, "não medido", "", "", "", 0, "", "", "", "", s.reason]
+                )
         self.figure(paths["figure"])
         return paths
 
@@ -171,30 +162,21 @@ def _fmt(value: float | None, suffix: str = "") -> str:
     return f"{value:.3g}{suffix}"
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.0f}%"
-
-
 def machine_info(scale: str) -> dict[str, str]:
     """Núcleos, memória, GPU e versões: registrados junto de cada resultado."""
-    from tools.run_notebooks import machine
-
     here = machine()
-    gpus = "nenhuma"
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=False
-            ).stdout.strip()
-            gpus = "; ".join(out.splitlines()) or "nenhuma"
-        except (OSError, subprocess.TimeoutExpired):
-            gpus = "nvidia-smi não respondeu"
+    try:
+        gpus = system.run(["nvidia-smi", "-L"], timeout=10, check=False).stdout.strip()
+    except OSError:  # sem nvidia-smi
+        gpus = ""
+    except system.CommandError:
+        gpus = "nvidia-smi não respondeu"
     info = {
-        "data": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "data": now(),
         "processador": here["cpu"],
         "núcleos disponíveis": str(here["logical_cpus"]),
         "memória": f"{here['memory_gb']} GiB",
-        "GPU": gpus,
+        "GPU": "; ".join(gpus.splitlines()) or "nenhuma",
         "carga média (1 min) no início": f"{os.getloadavg()[0]:.2f}",
         "escala": scale,
         "Python": platform.python_version(),

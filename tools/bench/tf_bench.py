@@ -1,28 +1,19 @@
-"""Seção 3 do benchmark: TensorFlow (pipeline de entrada, MirroredStrategy, multi-worker).
+"""Seção do benchmark: TensorFlow (pipeline de entrada, MirroredStrategy, multi-worker).
 
-O TensorFlow só deixa dividir a CPU em dispositivos lógicos antes de inicializar, e o
-multi-worker precisa do ``TF_USE_LEGACY_KERAS=1`` antes do import. Por isso cada parte roda num
-processo Python novo (``python -m tools.bench.tf_bench MODO JSON``: ``local``, pipeline e treino
-centralizado e com MirroredStrategy; ``multiworker``, Ray Train com 1 e 2 workers), que devolve as medidas
-como JSON na última linha da saída, com um limite de tempo rígido: passou dele, o grupo de
-processos inteiro é encerrado (SIGKILL) e a linha do relatório diz isso. Nunca trava.
-
-Dados: na escala ``smoke``, o mock do tfds (imagens aleatórias). Na ``full``, o CIFAR-100 real de
-``data/`` (as primeiras imagens: o que se mede é vazão, não acurácia); sem
-ele, as linhas não são medidas e o relatório diz o que falta — a não ser com ``--synthetic-data``
-(os dados SINTÉTICOS do tamanho real de :mod:`labutils.data`, ditos em cada linha).
+O TensorFlow só divide a CPU em dispositivos lógicos antes de inicializar, e o multi-worker
+precisa do ``TF_USE_LEGACY_KERAS=1`` antes do import: cada parte roda num processo novo
+(``python -m tools.bench.tf_bench local|multiworker JSON``, :func:`tools.bench.run_measure`).
+Dados: o mock do tfds na escala ``smoke``; na ``full``, as primeiras imagens do CIFAR-100 de
+``data/`` (mede-se vazão, não acurácia), ou os SINTÉTICOS com ``--synthetic-data``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from labutils.config import pick, sizes
@@ -46,9 +37,6 @@ ROWS = {
 }
 
 
-# ---------------------------------------------------------------- lado do benchmark
-
-
 def run(report: Report, repeats: int, scale: str) -> None:
     """Mede as três partes, cada uma num processo novo, e acrescenta as linhas ao relatório."""
     # o limite rígido de cada processo de medida inclui importar o TF e iniciar o Ray
@@ -59,7 +47,6 @@ def run(report: Report, repeats: int, scale: str) -> None:
         # imagens de treino de cada medida de vazão
         "images": pick(full=10_000, smoke=sizes("smoke").cifar_train_examples or 512, scale=scale),
         "batch_per_replica": sizes(scale).batch_per_replica,
-        "fit_timeout_s": timeout / 2 - 30,
     }
     local = run_measure("tf_bench", "local", args, scale=scale, timeout=timeout)
     if "DatasetUnavailable" in local.get("error", ""):  # os mesmos dados faltariam nos workers
@@ -72,72 +59,51 @@ def run(report: Report, repeats: int, scale: str) -> None:
 def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> None:
     results = {**local.get("results", {}), **multi.get("results", {})}
     errors = {**local.get("errors", {}), **multi.get("errors", {})}
-    for key in ROWS:
-        if key in results:
-            continue
-        err = errors.get(key) or (local if key.startswith(("pipe", "fit")) else multi).get("error")
-        report.skip(*ROWS[key], err or "não medido (sem motivo registrado)")
-
-    def add(key, base=None, bound=None, note=""):
-        if key not in results:
-            return
-        speedup = (
-            statistics.median(results[key]) / statistics.median(results[base])
-            if base and base in results
-            else None
-        )
-        section, approach = ROWS[key]
-        report.add(Measurement(section, approach, IPS, results[key], speedup, bound, note, True))
-
-    meta = local.get("meta", {})
-    source = meta.get("source", "")
-    n = meta.get("images")
-    add("pipe_plain", note=f"só lê o dataset, sem modelo; 1ª passada fora; {n} imagens: {source}")
-    add("pipe_cached", "pipe_plain", note="speedup sobre o pipeline sem cache nem prefetch")
-    add("fit_plain", note="cada repetição = uma época depois da 1ª (compilação do grafo)")
-    add(
-        "fit_central", "fit_plain", note="linha de base do treino; speedup sobre o pipeline simples"
-    )
+    meta, mmeta = local.get("meta", {}), multi.get("meta", {})
     kind, replicas = meta.get("device_kind", "cpu"), meta.get("replicas", 1)
     physical = meta.get("physical", replicas)
     if kind == "gpu" and physical < replicas:
-        bound, why = (
+        mirrored = (
             float(physical),
             f"{physical} GPU física(s) em {replicas} réplicas: limite {physical}x",
         )
     elif kind == "gpu":
-        bound, why = float(replicas), f"{replicas} GPU(s): uma réplica por GPU"
+        mirrored = float(replicas), f"{replicas} GPU(s): uma réplica por GPU"
     else:
-        bound, why = 1.0, f"{replicas} CPUs lógicas sobre os mesmos núcleos: limite 1x"
-    add(
-        "fit_mirrored",
-        "fit_central",
-        bound,
-        f"{replicas} réplicas; {why}; speedup sobre centralizado",
-    )
-    mmeta = multi.get("meta", {})
-    threads = mmeta.get("threads_1", "?")
-    add(
-        "mw_1",
-        note=f"Ray Train, {mmeta.get('cpus_per_worker', '?')} CPU reservada por worker, que o Ray "
-        f"traduz em OMP_NUM_THREADS={threads}; {mmeta.get('source', '')}",
-    )
+        mirrored = 1.0, f"{replicas} CPUs lógicas sobre os mesmos núcleos: limite 1x"
     gpus1, gpus2 = mmeta.get("gpus_1", 0), mmeta.get("gpus_2", 0)
+    cores1, cores2 = mmeta.get("cores_1", 1), mmeta.get("cores_2", 1)
     if gpus1 and gpus2:
-        bound2, why = gpus2 / gpus1, f"{gpus2} GPU(s) contra {gpus1}"
+        workers = gpus2 / gpus1, f"{gpus2} GPU(s) contra {gpus1}"
     else:
-        cores1, cores2 = mmeta.get("cores_1", 1), mmeta.get("cores_2", 1)
-        bound2 = cores2 / cores1 if cores1 else None
-        why = f"núcleos ocupáveis {cores2} contra {cores1} (por nó: min(núcleos, Σ threads))"
-    add(
-        "mw_2",
-        "mw_1",
-        bound2,
-        f"os 2 workers em {mmeta.get('nodes_2', '?')} nó(s); limite = {why}; speedup sobre 1 worker",
-    )
-
-
-# ---------------------------------------------------------------- lado do processo de medida
+        workers = (cores2 / cores1 if cores1 else None,
+                   f"núcleos ocupáveis {cores2} contra {cores1} (por nó: min(núcleos, Σ threads))")  # fmt: skip
+    # a linha de base do speedup, o limite e a nota de cada linha
+    plan = {
+        "pipe_plain": (None, None, "só lê o dataset, sem modelo; 1ª passada fora; "
+                       f"{meta.get('images')} imagens: {meta.get('source', '')}"),
+        "pipe_cached": ("pipe_plain", None, "speedup sobre o pipeline sem cache nem prefetch"),
+        "fit_plain": (None, None, "cada repetição = uma época depois da 1ª (compilação do grafo)"),
+        "fit_central": ("fit_plain", None,
+                        "linha de base do treino; speedup sobre o pipeline simples"),
+        "fit_mirrored": ("fit_central", mirrored[0],
+                         f"{replicas} réplicas; {mirrored[1]}; speedup sobre centralizado"),
+        "mw_1": (None, None, f"Ray Train, {mmeta.get('cpus_per_worker', '?')} CPU reservada por "
+                 f"worker, que o Ray traduz em OMP_NUM_THREADS={mmeta.get('threads_1', '?')}; "
+                 f"{mmeta.get('source', '')}"),
+        "mw_2": ("mw_1", workers[0], f"os 2 workers em {mmeta.get('nodes_2', '?')} nó(s); "
+                 f"limite = {workers[1]}; speedup sobre 1 worker"),
+    }  # fmt: skip
+    for key, (base, bound, note) in plan.items():
+        section, approach = ROWS[key]
+        if key not in results:
+            err = errors.get(key) or (multi if key.startswith("mw") else local).get("error")
+            report.skip(section, approach, err or "não medido (sem motivo registrado)")
+            continue
+        speedup = None
+        if base in results:
+            speedup = statistics.median(results[key]) / statistics.median(results[base])
+        report.add(Measurement(section, approach, IPS, results[key], speedup, bound, note))
 
 
 def load_train(scale: str, images: int) -> tuple[Any, int, str]:
@@ -216,6 +182,7 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     import tensorflow as tf
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # antes de qualquer outra op do TF
+    from labutils import multiworker
     from labutils.lesson05 import create_model, get_data
 
     train, n, source = load_train(config["scale"], config["images"])
@@ -238,44 +205,12 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
         "node_cores": usable_cpus(),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, f"bench_{info['rank']}.json").write_text(json.dumps(info), encoding="utf-8")
+        multiworker.write_worker(tmp, info)
         ray.train.report({"done": 1}, checkpoint=ray.train.Checkpoint.from_directory(tmp))
 
 
-def fit_with_timeout(trainer: Any, timeout_s: float) -> Any:
-    """``trainer.fit()`` numa thread, com prazo: ``TimeoutError`` em vez de travar a medida."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = trainer.fit()
-        except BaseException as err:  # repassado a quem chamou
-            box["error"] = err
-
-    thread = threading.Thread(target=target, name="trainer.fit", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise TimeoutError(
-            f"O treino passou de {timeout_s:g} s sem terminar. Causas comuns: um worker esperando "
-            "um par que nunca subiu, ou recursos ocupados. Rode `ray.shutdown()` e confira o "
-            "dashboard."
-        )
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
-def usable_cores(infos: list[dict[str, Any]]) -> int:
-    """Núcleos que os workers conseguem ocupar juntos: por nó, ``min(núcleos, Σ threads)``."""
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for info in infos:
-        by_node.setdefault(info["node"], []).append(info)
-    return sum(min(g[0]["node_cores"], sum(i["threads"] for i in g)) for g in by_node.values())
-
-
 def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
-    """Ray Train ``TensorflowTrainer`` com 1 e com 2 workers, cada treino com limite de tempo."""
+    """Ray Train ``TensorflowTrainer`` com 1 e com 2 workers."""
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.tensorflow import TensorflowTrainer
@@ -302,14 +237,16 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
                                                  resources_per_worker=plan.resources_per_worker),
                     run_config=RunConfig(name=f"bench-{workers}w", storage_path=storage),
                 )  # fmt: skip
-                result = fit_with_timeout(trainer, args["fit_timeout_s"])
-                with result.checkpoint.as_directory() as folder:
-                    infos = [json.loads(p.read_text()) for p in Path(folder).glob("bench_*.json")]
-                rank0 = next(i for i in infos if i["rank"] == 0)
-                results[key], meta["source"] = rank0["ips"], rank0["source"]
-                meta[f"nodes_{workers}"] = len({i["node"] for i in infos})
-                meta[f"threads_{workers}"] = rank0["threads"]
-                meta[f"cores_{workers}"] = usable_cores(infos)
+                infos = multiworker.read_workers(trainer.fit().checkpoint)  # em ordem de rank
+                by_node: dict[str, list[dict[str, Any]]] = {}
+                for info in infos:
+                    by_node.setdefault(info["node"], []).append(info)
+                results[key], meta["source"] = infos[0]["ips"], infos[0]["source"]
+                meta[f"nodes_{workers}"] = len(by_node)
+                meta[f"threads_{workers}"] = infos[0]["threads"]
+                # núcleos que os workers conseguem ocupar juntos: por nó, min(núcleos, Σ threads)
+                meta[f"cores_{workers}"] = sum(min(g[0]["node_cores"], sum(i["threads"] for i in g))
+                                               for g in by_node.values())  # fmt: skip
                 meta[f"gpus_{workers}"] = sum(i["gpus"] for i in infos) if plan.use_gpu else 0
             except Exception as err:  # um treino que falha não apaga os outros
                 errors[key] = f"{type(err).__name__}: {' '.join(str(err).split())[:400]}"
