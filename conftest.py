@@ -1,16 +1,9 @@
-"""Configuração comum do pytest (testes unitários e notebooks via nbval).
+"""Configuração comum do pytest (testes e notebooks via nbval, que recebem este ambiente).
 
-Os testes rodam na escala ``smoke`` (dados locais, tamanhos mínimos), a menos que
-``LABUTILS_SCALE`` já esteja definida. Com ``--nbval-current-env`` estas variáveis chegam
-também aos kernels que executam os notebooks.
-
-No fim da sessão, a sessão falha se ficou vivo algum processo do Ray **iniciado por ela** — e
-só esses são encerrados. "Iniciado por ela" quer dizer: descendente deste pytest, com a
-marca :data:`processes.SESSION_MARK` no ambiente (todo processo filho a herda, inclusive os do
-Ray que um ``ray start`` deixa órfãos) ou visto descendente ao fim de algum teste
-(:data:`SEEN`). O Ray de outra pessoa na mesma máquina nunca é tocado. Desligue a verificação
-com ``LABUTILS_CHECK_RAY_LEFTOVERS=0``. Como achar e encerrar esses processos está em
-``tests/processes.py`` (no ``sys.path`` pelo ``pythonpath`` do pytest).
+A sessão falha se ficou vivo algum processo do Ray **iniciado por ela** (descendente deste pytest
+com a marca :data:`processes.SESSION_MARK` no ambiente, ou visto descendente ao fim de um teste),
+e só esses são encerrados: o Ray de outra pessoa na mesma máquina nunca é tocado
+(``LABUTILS_CHECK_RAY_LEFTOVERS=0`` desliga).
 """
 
 import os
@@ -40,12 +33,9 @@ LONGEST = (
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Os mais longos primeiro: :data:`LONGEST`, depois os arquivos com testes ``slow`` e os
-    notebooks, e os curtos no fim, cada arquivo em bloco e na sua ordem. Com o pytest-xdist
-    (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``; sem a última opção, ele
-    reordena os arquivos pelo número de testes), cada processo pega o arquivo seguinte quando
-    acaba o seu: os curtos no fim preenchem as sobras, em vez de um arquivo longo deixar um
-    processo sozinho no fim da suíte."""
+    """Os mais longos primeiro (:data:`LONGEST`, os arquivos ``slow`` e os notebooks), cada
+    arquivo em bloco: no ``make test`` (``--dist loadfile --no-loadscope-reorder``), os curtos no
+    fim preenchem as sobras dos dois processos."""
     heavy = {
         item.path
         for item in items
@@ -135,29 +125,12 @@ EXIT_STATUS = pytest.StashKey[int]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Sai com o código da sessão sem o fim do interpretador (``atexit``, a coleta dos módulos,
-    os destrutores das bibliotecas nativas: TF, gRPC, Ray). É o último ``pytest_unconfigure``
-    (``trylast``): o resumo, o JUnit e o fim dos outros plugins já passaram.
-    ``LABUTILS_HARD_EXIT=0`` desliga.
-
-    Por quê: em 3/12/2026, numa de quatro execuções completas (757 testes aprovados, resumo já
-    impresso), o pytest morreu com "Segmentation fault" ao encerrar o interpretador, e o make
-    falhou (139).
-
-    Procurado de novo em 5/12/2026 (Python 3.11.7, pytest 9.2.0, Ray 2.60.0, TensorFlow 2.21.0,
-    grpcio 1.85.3; 2 núcleos), com ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler``: 12 sessões
-    parciais, todas saíram com o código da sessão (0), sem falha nem trava — 3× ``test_inference``
-    + ``test_raytools``; 5× essas + ``test_tf``; ``tests -m "not slow"`` (446 testes); os lentos de
-    ``test_cluster_security``, ``test_browser``, ``test_cluster``, ``test_search_resume`` e
-    ``test_faults`` (40: clusters locais, Chromium, JupyterLab); o benchmark smoke
-    (``test_bench``); os notebooks 00 e 01 pelo nbval. O tempo fora da sessão (a partida e o
-    fim do Python) foi de 2,6–3,6 s, contra 0,6 s com esta saída; num script que só treina um
-    Keras e roda ``ray.init``/``ray.shutdown``, o fim normal leva 1,2 s (0,05 s com
-    ``os._exit``). A falha, portanto, só
-    apareceu na execução completa e a causa não foi achada: a saída fica. Para caçá-la, rode a
-    suíte inteira com ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler`` (a pilha de cada thread
-    sai no stderr se o interpretador cair).
-    """
+    """Sai com o código da sessão sem o fim do interpretador (``atexit``, os destrutores do TF,
+    gRPC e Ray), depois do resumo e dos outros plugins (``trylast``); ``LABUTILS_HARD_EXIT=0``
+    desliga. Por quê: em 3/12/2026, numa de quatro execuções completas, o pytest caiu com
+    "Segmentation fault" ao encerrar o interpretador (o make falhou, 139), e 12 sessões parciais
+    não o repetiram: a causa não foi achada. Para caçá-la, rode a suíte inteira com
+    ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler``."""
     if EXIT_STATUS in config.stash and os.environ.get("LABUTILS_HARD_EXIT", "1") != "0":
         sys.stdout.flush()
         sys.stderr.flush()

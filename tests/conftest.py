@@ -16,11 +16,8 @@ _FILES = pytest.StashKey[set]()
 
 
 def _run_cluster():
-    """Sobe o cluster (gerador: ``next`` o entrega; o ``next`` seguinte o para e confere).
-
-    O corpo do ``with`` termina com uma exceção de propósito: o cluster precisa parar mesmo
-    assim, sem deixar nenhum processo nem a sua pasta temporária para trás.
-    """
+    """Sobe o cluster (``next`` o entrega; o seguinte o para): o ``with`` termina numa exceção de
+    propósito, e o cluster tem de parar assim mesmo, sem processos nem pasta temporária."""
     from labutils import system
     from labutils.cluster import LocalCluster
 
@@ -40,15 +37,10 @@ def _run_cluster():
 
 
 class SharedCluster:
-    """Um cluster local de verdade (nó principal + 2 workers, 1 CPU cada, com painel) que os
-    testes de ``test_browser.py``, ``test_cluster.py`` e ``test_cluster_security.py`` dividem;
-    subir um custa ~25 s em 2 núcleos. Os atributos são os do :class:`LocalCluster` no ar.
-
-    Sobe no primeiro atributo lido e para quando o teste seguinte deste processo está num
-    arquivo que não o usa (:func:`pytest_runtest_teardown`): não fica ocioso no ar durante o
-    resto da suíte. Se um teste o pede depois, sobe de novo — com o
-    pytest-xdist cada processo roda os arquivos numa ordem própria, que a coleta não conhece.
-    """
+    """Um cluster local de verdade (nó principal + 2 workers, 1 CPU cada, com painel), dividido
+    pelos testes que o pedem (subir um custa ~25 s em 2 núcleos), com os atributos do
+    :class:`LocalCluster`. Sobe no primeiro atributo lido e para antes de um teste de outro
+    arquivo (:func:`pytest_runtest_teardown`); pedido de novo, sobe de novo."""
 
     def __init__(self) -> None:
         self._run = None
@@ -84,9 +76,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """Para o cluster local se o próximo teste deste processo está num arquivo que não o usa
-    (ou se não há próximo). Dentro de um arquivo que o usa, ele fica no ar entre os testes.
-    O pytest-xdist guarda sempre um teste à frente: ``nextitem`` é o de verdade."""
+    """Para o cluster local se o próximo teste deste processo (o pytest-xdist guarda sempre um à
+    frente) está num arquivo que não o usa, ou se não há próximo."""
     cluster = item.config.stash.get(_CLUSTER, None)
     if cluster is not None and cluster.running:
         if nextitem is None or nextitem.path not in item.config.stash.get(_FILES, set()):

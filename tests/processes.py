@@ -1,12 +1,7 @@
 """Processos dos testes: rodar, achar e encerrar só o que um teste (ou esta sessão do pytest)
-iniciou, sempre por PID, nunca por nome (o Ray de outro usuário na mesma máquina tem de
-sobreviver à suíte).
-
-O que serve também ao pacote mora em :mod:`labutils.system` (rodar um comando com prazo:
-``system.run``; um grupo de processos próprio e o fim dele: ``spawn_group``/``kill_group``;
-encerrar PIDs ou uma árvore: ``kill_pids``/``kill_tree``; quais PIDs ainda vivem: ``alive``);
-aqui fica só o que os testes precisam além disso. O
-``conftest.py`` da raiz também usa este módulo (``pythonpath`` do pytest no ``pyproject.toml``).
+iniciou, sempre por PID, nunca por nome (o Ray de outro usuário na mesma máquina sobrevive à
+suíte). O que serve também ao pacote mora em :mod:`labutils.system`; o ``conftest.py`` da raiz
+também usa este módulo (``pythonpath`` do pytest).
 """
 
 from __future__ import annotations
@@ -30,10 +25,9 @@ from labutils import system
 def run_python(
     code: str, *, timeout: float, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Roda ``code`` (sem o recuo comum) num Python novo, com :func:`labutils.system.run`: num
-    grupo de processos próprio, encerrado inteiro ao fim ou ao passar de ``timeout`` segundos
-    (:class:`labutils.system.CommandError`). ``env`` soma-se ao ambiente deste processo.
-    O código de saída não é conferido: veja ``returncode``, ``stdout`` e ``stderr``."""
+    """Roda ``code`` (sem o recuo comum) num Python novo, num grupo de processos encerrado
+    inteiro ao fim ou no ``timeout`` (:func:`labutils.system.run`), com ``env`` somado ao
+    ambiente; o código de saída não é conferido."""
     return system.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         timeout=timeout,
@@ -70,9 +64,8 @@ def with_in_cmdline(text: str) -> set[int]:
 
 
 def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
-    """Falha, com ``PID linha de comando`` de cada um, se algum de ``pids`` ainda vive (zumbis
-    não contam) depois de ``wait_s`` segundos (um processo leva um instante para sair depois
-    do sinal)."""
+    """Falha, com o PID e a linha de comando de cada um, se algum de ``pids`` ainda vive (zumbis
+    não contam) depois de ``wait_s`` segundos."""
     left = []
     for pid in sorted(system.alive(set(pids), wait_s=wait_s)):
         with contextlib.suppress(psutil.Error):
@@ -82,9 +75,8 @@ def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
 
 # ---------------------------------------------------------------- os processos da sessão
 
-#: variável de ambiente que marca os processos de uma sessão do pytest (herdada por todos os
-#: filhos, inclusive os do Ray que um ``ray start`` deixa órfãos); o ``conftest.py`` da raiz a
-#: define com um valor novo por sessão
+#: marca os processos de uma sessão do pytest (herdada pelos filhos, inclusive os órfãos de um
+#: ``ray start``); o ``conftest.py`` da raiz lhe dá um valor novo por sessão
 SESSION_MARK = "LABUTILS_PYTEST_SESSION"
 
 
@@ -96,11 +88,10 @@ def remember_descendants(seen: dict[int, float]) -> None:
 
 
 def session_pids(mark: str, seen: Mapping[int, float] | None = None) -> set[int]:
-    """Processos vivos da sessão ``mark``: descendentes deste processo, com
-    ``SESSION_MARK=mark`` no ambiente, ou vistos descendentes antes (``seen``, de
-    :func:`remember_descendants`; a hora de criação afasta um PID reaproveitado), só deste
-    usuário. Zumbis não contam. O ``seen`` pega o órfão que esconde o ambiente: o Ray renomeia
-    processos (setproctitle), e o ambiente de um processo renomeado não se lê mais em /proc."""
+    """Processos vivos da sessão ``mark``, só deste usuário: descendentes deste processo, com
+    ``SESSION_MARK=mark`` no ambiente, ou vistos descendentes antes (``seen``: o Ray renomeia
+    processos, e o ambiente de um renomeado não se lê mais; a hora de criação afasta um PID
+    reaproveitado)."""
     root = os.getpid()
     found = descendants(root)
     for pid, created in (seen or {}).items():
@@ -134,9 +125,8 @@ def ray_like(proc: psutil.Process) -> bool:
 def ray_leftovers(
     mark: str, grace: float, seen: Mapping[int, float] | None = None
 ) -> dict[int, str]:
-    """Processos do Ray da sessão ``mark`` (e ``seen``, como em :func:`session_pids`) que
-    continuam vivos depois de ``grace`` segundos (o Ray leva alguns segundos para encerrar os
-    seus no ``ray.shutdown()``): ``{pid: linha de comando}``."""
+    """``{pid: linha de comando}`` dos processos do Ray da sessão (:func:`session_pids`) ainda
+    vivos depois de ``grace`` segundos."""
     deadline = time.monotonic() + grace
     while True:
         left = {}

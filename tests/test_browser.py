@@ -1,18 +1,8 @@
-"""Testes num navegador de verdade: as duas páginas que os alunos usam.
-
-1. JupyterLab: a lista de notebooks mostra as lições na ordem, e a lição 00 roda inteira
-   ("Run All Cells") sem erro.
-2. Painel (dashboard) do Ray: com um cluster local (cabeça + 1 worker) e autenticação por
-   token, a página *Cluster* mostra os nós do cluster.
-
-O navegador é o Chromium do Debian (``/usr/bin/chromium``), guiado pelo Playwright; nada é
-baixado durante o teste, e não é preciso ser root para rodá-los. Sem o Chromium, os testes são
-PULADOS com o motivo e a instrução de instalação (``sudo apt-get install chromium``) no resumo
-do pytest. O ``make test`` instala o Chromium via apt-get quando roda como root.
-
-As capturas de tela vão para ``tests/artifacts/`` (gerado, fora do git). Com
-``UPDATE_DOCS_SCREENSHOTS=1``, a do painel também é copiada para ``docs/img/`` (a figura
-"o que você deve ver" da lição 04).
+"""Num navegador de verdade (o Chromium do Debian, guiado pelo Playwright; nada é baixado), as
+duas páginas dos alunos: o JupyterLab lista as lições na ordem e roda a lição 00 inteira ("Run All
+Cells"); o painel do Ray, com token, mostra os nós do cluster local. Sem o Chromium, os testes são
+PULADOS com a instrução de instalação. As capturas de tela vão para ``tests/artifacts/``; com
+``UPDATE_DOCS_SCREENSHOTS=1``, a do painel vai também para ``docs/img/`` (a figura da lição 04).
 """
 
 from __future__ import annotations
@@ -59,25 +49,15 @@ RUN_ALL_TIMEOUT_S = 120
 # ---------------------------------------------------------------- utilidades
 
 
-INSTALL_CHROMIUM = (
-    "Instale o Chromium do sistema: `sudo apt-get install chromium` (Debian/Ubuntu; o "
-    "`make test` faz isso sozinho quando roda como root). Não precisa de root para rodar os "
-    "testes depois de instalado."
-)
-
-
-def require_chromium(path: Path = CHROMIUM) -> None:
-    """Sem o Chromium, os testes de navegador são PULADOS com o motivo e a instrução de
-    instalação (aparecem no resumo do pytest, ``-rs``)."""
-    if not path.exists():
-        message = f"Chromium não encontrado em {path}: os testes de navegador precisam dele. "
-        pytest.skip(message + INSTALL_CHROMIUM)
-
-
 @pytest.fixture
 def browser() -> Iterator:
-    """Chromium do Debian, sem interface; sem ele, pula com o motivo (veja require_chromium)."""
-    require_chromium()
+    """Chromium do Debian, sem interface; sem ele, pula com o motivo e como instalá-lo."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"Chromium não encontrado em {CHROMIUM}: os testes de navegador precisam dele. "
+            "Instale o do sistema: `sudo apt-get install chromium` (o `make test` o instala "
+            "quando roda como root; depois, não precisa de root)."
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -93,61 +73,35 @@ def browser() -> Iterator:
     assert_gone(started, "processos do navegador")
 
 
-def code_cells(path: Path) -> int:
-    return sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
-
-
-def lessons_on_disk() -> list[str]:
-    return sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb"))
-
-
 # ---------------------------------------------------------------- JupyterLab
 
 
-def _write_lab_settings(settings_dir: Path) -> None:
-    """Sem salvamento automático (os notebooks são versionados sem saídas), kernel padrão
-    iniciado sem perguntar, todas as células desenhadas (``windowingMode: none``: sem isso, o
-    JupyterLab tira da página as células fora da tela, e um notebook com saídas longas perde
-    os prompts do alto), e sem notícias."""
-    docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
-    docmanager.mkdir(parents=True)
-    (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
-    notebook = settings_dir / "@jupyterlab" / "notebook-extension"
-    notebook.mkdir(parents=True)
-    (notebook / "tracker.jupyterlab-settings").write_text(
-        '{"autoStartDefaultKernel": true, "windowingMode": "none"}'
-    )
-    apputils = settings_dir / "@jupyterlab" / "apputils-extension"
-    apputils.mkdir(parents=True)
-    (apputils / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}'
-    )
+#: sem salvamento automático (os notebooks vão sem saídas para o git), kernel iniciado sem
+#: perguntar, todas as células desenhadas (com o padrão, as fora da tela saem da página) e sem
+#: notícias
+LAB_SETTINGS = {
+    "docmanager-extension/plugin": {"autosave": False},
+    "notebook-extension/tracker": {"autoStartDefaultKernel": True, "windowingMode": "none"},
+    "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
 
 
 @contextlib.contextmanager
 def jupyter_lab(tmp_path: Path, root_dir: Path = NOTEBOOKS) -> Iterator[tuple[str, Callable]]:
-    """JupyterLab sem navegador numa porta livre de 127.0.0.1 com token.
-
-    Devolve a URL (com o token) e uma função que anota os processos filhos do servidor
-    (kernels), para conferir no fim que todos terminaram.
-    """
+    """JupyterLab sem navegador numa porta livre de 127.0.0.1 com token: a URL (com o token) e
+    uma função que anota os processos filhos do servidor (kernels), que têm de terminar no fim."""
     token, port = secrets.token_hex(16), system.free_port()
     settings = tmp_path / "lab-settings"
-    _write_lab_settings(settings)
+    for plugin, values in LAB_SETTINGS.items():
+        path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(values))
     config = tmp_path / "config"
     config.mkdir()
     # sem rede: nada de notícias, verificação de versão nem gerenciador de extensões do PyPI
-    (config / "jupyter_lab_config.json").write_text(
-        json.dumps(
-            {
-                "LabApp": {
-                    "news_url": None,
-                    "extension_manager": "readonly",
-                    "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
-                }
-            }
-        )
-    )
+    lab = {"news_url": None, "extension_manager": "readonly"}
+    lab["check_for_updates_class"] = "jupyterlab.NeverCheckForUpdate"
+    (config / "jupyter_lab_config.json").write_text(json.dumps({"LabApp": lab}))
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -199,11 +153,8 @@ def listed_notebooks(page) -> list[str]:
 
 
 def run_all_cells(page, timeout_s: float = RUN_ALL_TIMEOUT_S) -> list[str]:
-    """Menu Run → Run All Cells, como um aluno; espera a execução acabar.
-
-    Devolve os prompts das células de código (``[1]:``…; ``[ ]:`` = não rodou). Se o clique
-    chegar antes de o kernel estar conectado, nada entra na fila: então clica de novo.
-    """
+    """Menu Run → Run All Cells, como um aluno (de novo, se o clique chegou antes do kernel);
+    espera a execução acabar e devolve os prompts das células de código (``[ ]:``: não rodou)."""
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=30_000)
     # a barra de status diz "Python 3 (ipykernel) | Idle" quando o kernel está conectado
     kernel_idle = re.compile(r"^(?!No Kernel).+ \| Idle$")
@@ -233,18 +184,14 @@ def run_all_cells(page, timeout_s: float = RUN_ALL_TIMEOUT_S) -> list[str]:
 
 
 def error_outputs(page) -> list[str]:
-    """Textos das saídas de erro (exceções com traceback) do notebook aberto.
-
-    O JupyterLab mostra erros e stderr com o mesmo tipo MIME; o traceback os distingue.
-    """
+    """As saídas de erro do notebook aberto (o mesmo tipo MIME do stderr: o traceback distingue)."""
     stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     return [t for t in stderr.all_inner_texts() if "Traceback" in t or "Error" in t]
 
 
 @pytest.mark.slow
 def test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00(browser, tmp_path):
-    expected = lessons_on_disk()
-    assert LESSON_00 in expected, f"{LESSON_00} não existe em {NOTEBOOKS}"
+    expected = sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb"))
     original = (NOTEBOOKS / LESSON_00).read_bytes()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with jupyter_lab(tmp_path) as (url, remember_processes):
@@ -256,7 +203,8 @@ def test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00(browser, tmp_path)
         remember_processes()  # o kernel é filho do servidor: vigiar o encerramento dele
         assert error_outputs(page) == []
         assert all(re.fullmatch(r"\[\d+\]:", p) for p in prompts), prompts
-        assert len(prompts) == code_cells(NOTEBOOKS / LESSON_00)
+        cells = json.loads(original)["cells"]
+        assert len(prompts) == sum(c["cell_type"] == "code" for c in cells)
         table = page.locator(".jp-OutputArea-output table").first
         report = table.inner_text()
         assert "como resolver" in report and "Python" in report and "TensorFlow" in report

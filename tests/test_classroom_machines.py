@@ -1,29 +1,13 @@
-"""A sala de aula em máquinas separadas: cada "máquina" é um *network namespace* do Linux, com
-seu próprio IP num enlace privado, seu próprio ``HOME`` (o token de cada uma é só dela) e seu
-próprio ``TMPDIR`` (a pasta ``/tmp/ray`` de cada nó).
+"""A sala de aula em máquinas separadas: cada "máquina" é um *network namespace* com IP, ``HOME``
+(o token) e ``TMPDIR`` (o ``/tmp/ray``) próprios, e o instrutor e um aluno com um firewall que só
+abre as portas de :data:`labutils.cluster.CLASSROOM_PORTS`. Com os comandos do README e da lição
+04 (``start-head``, ``join``), confere o que uma turma encontra: o ``join`` sem o token ou com o
+errado recusado em segundos; a busca da lição 02 nas duas máquinas com o MSE do driver; o treino
+da solução da lição 07, que volta do último checkpoint quando o cabo de uma máquina é puxado (e as
+tarefas dela voltam em outra), em tempo limitado; o driver que desiste quando o nó principal some.
 
-Os comandos são os do README e da lição 04 (``python -m labutils.cluster start-head`` na
-máquina do instrutor, ``join`` nas dos alunos), e o que se confere é o que uma turma encontra:
-
-- um aluno que roda o ``join`` antes de copiar o token é recusado na hora, e nenhum token é
-  criado na máquina dele; com o token errado, o nó principal recusa em segundos;
-- com o token copiado do instrutor, o aluno entra, e as tarefas da busca da lição 02
-  (``fit_and_score``, a mesma divisão treino/validação) rodam nas duas máquinas, com o mesmo MSE
-  que no driver;
-- o treino do exercício (a solução da lição 07, pelo ``RAY_ADDRESS``) roda nas máquinas da sala;
-  o cabo de uma máquina de aluno com um worker de treino é puxado depois do 1º checkpoint, e o
-  treino volta do último checkpoint nas máquinas que ficaram, sem perder épocas terminadas, e as
-  tarefas que rodavam nela voltam em outra máquina, em tempo limitado (os prazos curtos de
-  ``CLASSROOM_SYSTEM_CONFIG``; com os padrões do Ray, ~7 min);
-- o nó principal some com um driver conectado: o driver desiste em segundos, não fica pendurado;
-- tudo isso com um **firewall** na máquina do instrutor e na do aluno que só aceita as portas de
-  :data:`labutils.cluster.CLASSROOM_PORTS` (a tabela da lição 04 e do README): as portas que
-  ``start-head`` e ``join`` fixam bastam. Uma porta fora da tabela fica mesmo fechada.
-
-Precisa de root (``ip netns``) e do ``iptables`` (o ``make test`` o instala como root); sem
-eles, o teste é pulado com o motivo. O tráfego fica só entre
-endereços dos namespaces que o teste cria; no fim (também se falhar), todo processo iniciado
-dentro deles é encerrado e os namespaces, removidos.
+Precisa de root (``ip netns``) e do ``iptables``; sem eles, é pulado com o motivo. No fim (também
+se falhar), todo processo iniciado nos namespaces é encerrado e eles são removidos.
 """
 
 from __future__ import annotations
@@ -109,8 +93,7 @@ class Machine:
         return done.stdout + done.stderr, time.monotonic() - start, done.returncode
 
     def start_python(self, code: str, *args: str, stdout, **extra: str) -> subprocess.Popen:
-        """Inicia ``python -c code args`` dentro desta máquina, sem esperar; a saída e o erro vão
-        para ``stdout`` (um arquivo aberto, ou ``subprocess.PIPE`` para ler em texto)."""
+        """``python -c code args`` nesta máquina, sem esperar; saída e erro em ``stdout``."""
         return subprocess.Popen(
             ["ip", "netns", "exec", self.ns, sys.executable, "-c", code, *args],
             cwd=ROOT,
@@ -214,8 +197,7 @@ DRIVER = textwrap.dedent(
         time.sleep(1.0)  # segura a CPU: as tarefas simultâneas vão para os dois nós
         return fit_and_score(n, d, *dados), ray.util.get_node_ip_address()
 
-    # o Ray Train sorteia uma porta livre em cada worker para o gRPC do TensorFlow (a faixa
-    # efêmera da tabela): um ator no nó do aluno escuta numa porta assim; o instrutor conecta
+    # a porta que o Ray Train sorteia para o gRPC do TensorFlow (a faixa efêmera da tabela)
     @ray.remote(num_cpus=0)
     class Escuta:
         def __init__(self):
@@ -247,12 +229,9 @@ DRIVER = textwrap.dedent(
 )
 
 
-# O treino do exercício (lição 07) no cluster da sala: um processo à parte, na máquina do
-# instrutor, executa as células da solução com a tag "multinode", conectado por RAY_ADDRESS, com
-# duas mudanças só de teste: menos épocas e a função de treino embrulhada. No worker, depois de
-# cada ``ray.train.report``, cada worker anota num arquivo a época, o seu PID, o seu nó e o IP da
-# sua máquina (um PID novo = uma nova tentativa do Ray Train). No fim, troca a função pela versão
-# do aluno (com o TODO) e confere a mensagem amigável.
+# As células "multinode" da solução da lição 07, pelo RAY_ADDRESS, com menos épocas e cada worker
+# anotando, a cada report, a época, o PID (um novo = nova tentativa), o nó e o IP; no fim, a
+# função do aluno (com o TODO) e a sua mensagem.
 EXERCISE_DRIVER = """
 import json, os, sys
 import nbformat
@@ -304,11 +283,9 @@ ns["ray"].shutdown()
 print("REPORT" + json.dumps(report))
 """
 
-# Tarefas que esperam o cabo: uma em cada máquina de aluno (afinidade "soft": se a máquina some,
-# a nova tentativa vai para outra). Cada uma espera o arquivo "cabo_puxado" (o disco é um só para
-# todas as "máquinas"; só a rede é separada) e devolve o IP onde rodou. A da máquina sem rede
-# termina, mas a resposta não chega ao driver: ele só desiste dela quando o keepalive do gRPC
-# vence (~20 s com CLASSROOM_SYSTEM_CONFIG; ~430 s com os padrões do Ray), e o Ray a roda de novo.
+# Uma tarefa em cada máquina de aluno (afinidade "soft"), até o arquivo "cabo_puxado" (o disco é um
+# só): a resposta da máquina sem rede não chega, e o Ray a roda de novo quando o keepalive do gRPC
+# vence (~20 s com CLASSROOM_SYSTEM_CONFIG; ~430 s com os padrões do Ray).
 TASKS_DRIVER = textwrap.dedent(
     """
     import json, os, sys, time, ray
@@ -343,10 +320,8 @@ TASKS_RECOVERY_LIMIT_S = 90
 #: épocas do treino do teste: com folga, o cabo cai logo depois do 1º checkpoint
 EXERCISE_EPOCHS = 5
 
-#: o limite da volta do treino depois do cabo puxado: ~20 s de keepalive
-#: (:data:`labutils.cluster.classroom.CLASSROOM_SYSTEM_CONFIG`), o Ray Train recomeçando os
-#: workers nas máquinas que ficaram e as épocas que faltam; com os padrões do Ray, ~430 s só
-#: para as tarefas de uma máquina sem rede voltarem
+#: o limite da volta do treino depois do cabo puxado: ~20 s de keepalive, o Ray Train recomeçando
+#: os workers nas máquinas que ficaram e as épocas que faltam
 CABLE_RECOVERY_LIMIT_S = 150
 
 
@@ -366,12 +341,6 @@ def _attempts(entries: list[dict]) -> list[list[int]]:
             pid = entry["pid"]
         attempts[-1].append(entry["epoch"])
     return attempts
-
-
-def test_attempts_are_counted_from_the_log():
-    log = [{"epoch": e, "pid": 1} for e in (1, 2)] + [{"epoch": e, "pid": 2} for e in (3, 4)]
-    assert _attempts(log) == [[1, 2], [3, 4]]
-    assert _attempts([{"epoch": 1, "pid": 1}, {"epoch": 1, "pid": 2}]) == [[1], [1]]
 
 
 HEAD_GONE_DRIVER = textwrap.dedent(

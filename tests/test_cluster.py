@@ -1,8 +1,5 @@
-"""Cluster Ray real: nó principal + workers via `ray start`, token, painel, parada limpa.
-
-Os testes marcados `slow` sobem processos `ray start` de verdade nesta máquina e param só os
-que eles mesmos iniciaram (nunca `ray stop`, que derrubaria o Ray de outras sessões).
-"""
+"""Cluster Ray: erros rápidos em português, as portas da sala e o cluster local de verdade (com
+``ray start``; parado só pelo que ele iniciou, nunca ``ray stop``)."""
 
 from __future__ import annotations
 
@@ -54,11 +51,6 @@ def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
 
 
 # ------------------------------------------------------------------ cluster real
-
-
-# As tarefas da busca espalhadas por vários nós, com o mesmo MSE que no driver, são conferidas
-# pelas asserções da própria lição 04 (num LocalCluster de 3 nós, em todo make test) e, em
-# máquinas separadas, por tests/test_classroom_machines.py.
 
 
 @pytest.mark.slow

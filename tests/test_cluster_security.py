@@ -63,8 +63,8 @@ def test_node_processes_get_token_auth_even_if_the_shell_has_none(captured, monk
 
 
 def _assert_private_dashboard(url: str, port: int) -> None:
-    """A página abre, a API (jobs: onde o ShadowRay executava código) exige o token e ninguém
-    escuta na porta do painel fora do loopback."""
+    """A página abre, a API (os jobs: por onde o ShadowRay executava código) exige o token, e a
+    porta do painel só escuta no loopback."""
     with urllib.request.urlopen(url, timeout=10) as resp:
         assert resp.status == 200
     for path in ("/api/version", "/api/jobs/"):
@@ -162,16 +162,13 @@ def _node_of():
 def test_local_cluster_listens_off_loopback_only_where_ray_offers_no_choice(running):
     found = network.listeners(running.pids)
     assert found, "nenhuma porta escutando? o cluster não está no ar"
-    exposed = [item for item in found if item.ip not in network.LOOPBACK]
-    table = "\n".join(f"{i.ip}:{i.port}  {i.process}  ({i.reason})" for i in exposed)
-    print(f"fora do loopback ({len(exposed)} de {len(found)}):\n{table}")
-    unexplained = [item for item in exposed if item.reason is None]
+    unexplained = [i for i in found if i.ip not in network.LOOPBACK and i.reason is None]
     assert not unexplained, f"portas abertas para a rede sem motivo conhecido: {unexplained}"
 
 
 def test_a_driver_with_the_wrong_token_is_refused_fast_in_portuguese(running):
-    """``init_ray`` com o token errado: o nó principal recusa, e o aluno lê por quê em segundos
-    (o ``ray.init`` sozinho tenta por ~20 s e termina num traceback de dentro do Ray)."""
+    """``init_ray`` com o token errado: recusado em segundos, com o porquê (o ``ray.init`` sozinho
+    tenta por ~20 s e termina num traceback de dentro do Ray)."""
     code = (
         "from labutils.raytools import init_ray\n"
         f"init_ray({running.address!r})\n"
@@ -182,7 +179,6 @@ def test_a_driver_with_the_wrong_token_is_refused_fast_in_portuguese(running):
     done = system.run([sys.executable, "-c", code], timeout=60, env=env, check=False)
     elapsed = time.monotonic() - start
     out = done.stdout + done.stderr
-    print(f"token errado: recusado em {elapsed:.1f} s (código {done.returncode})")
     assert done.returncode != 0 and "CONECTOU" not in out, out[-2000:]
     assert "recusou o token desta máquina (a variável RAY_AUTH_TOKEN)" in out, out[-2000:]
     assert "gcs_client" not in out, "o ray.init chegou a tentar conectar"
@@ -194,23 +190,18 @@ def _join_cli(address: str, home, extra_env: dict[str, str]) -> tuple[str, float
     env = {k: v for k, v in config.ray_env().items() if not k.startswith("RAY_AUTH_TOKEN")}
     env.update(HOME=str(home), **extra_env)
     start = time.monotonic()
-    done = system.run(
-        [sys.executable, "-m", "labutils.cluster", "join", address],
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    cmd = [sys.executable, "-m", "labutils.cluster", "join", address]
+    done = system.run(cmd, timeout=60, env=env, check=False)
     return done.stdout + done.stderr, time.monotonic() - start, done.returncode
 
 
 def test_join_without_the_head_token_stops_at_once_and_creates_none(tmp_path):
-    """Um aluno que roda o ``join`` antes de copiar o token: mensagem na hora, nenhum token novo
-    (um token gerado ali seria recusado pelo nó principal só ~20 s depois, com traceback)."""
+    """O ``join`` antes de copiar o token: mensagem na hora, e nenhum token novo (um gerado ali só
+    seria recusado ~20 s depois, com traceback)."""
     with socket.socket() as head:  # só precisa atender na porta: o token é conferido antes
         head.bind(("127.0.0.1", 0))
         head.listen()
-        out, elapsed, code = _join_cli(f"127.0.0.1:{head.getsockname()[1]}", tmp_path, {})
-    print(f"join sem token: recusado em {elapsed:.1f} s")
+        out, _, code = _join_cli(f"127.0.0.1:{head.getsockname()[1]}", tmp_path, {})
     assert code == 2, out
     assert "ainda não tem o token" in out and "~/.ray/auth_token" in out, out
     assert "Traceback" not in out and "$ ray start" not in out, out
@@ -222,7 +213,6 @@ def test_join_with_a_wrong_token_is_refused_fast_in_portuguese(running, tmp_path
     wrong = tmp_path / "token_errado"
     wrong.write_text("token-errado-" + "0" * 20)
     out, elapsed, code = _join_cli(running.address, tmp_path, {"RAY_AUTH_TOKEN_PATH": str(wrong)})
-    print(f"join com o token errado: recusado em {elapsed:.1f} s")
     assert code == 2, out
     assert "recusou o token desta máquina" in out, out
     assert "Traceback" not in out and "$ ray start" not in out, out

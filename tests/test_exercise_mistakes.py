@@ -1,45 +1,41 @@
 """As autoverificações da lição 07 contra respostas escritas por outras mãos.
 
-Cada resposta é um trecho completo, como um aluno o escreveria na célula do TODO (não uma troca
-de texto na solução): as **certas** vêm dos idiomas da documentação do Keras, do TensorFlow e do
-Ray e diferem da solução (têm de passar); as **erradas** são os erros plausíveis (têm de ser
-pegos pela verificação do seu TODO, com a sua mensagem). Os TODOs 1 e 2 são conferidos neste
-processo (frações de segundo); a função de treino (TODO 3), em 2 processos por um passo, sem o
-Ray; o treino do TODO 4, pelo que ficaria no disco (:func:`checks.judge_run`).
+Cada resposta é um trecho completo, como um aluno o escreveria na célula do TODO: as **certas**
+seguem os idiomas da documentação do Keras, do TensorFlow e do Ray e diferem da solução (têm de
+passar); as **erradas** são os erros plausíveis (a verificação do seu TODO os pega, com a sua
+mensagem).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import nbformat
+import pytest
+import ray
+import ray.train
+import tensorflow as tf
+from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ray.train.tensorflow import TensorflowTrainer
 
-import json  # noqa: E402
-import tempfile  # noqa: E402
-import textwrap  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
-
-import nbformat  # noqa: E402
-import pytest  # noqa: E402
-import ray  # noqa: E402
-import ray.train  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig  # noqa: E402
-from ray.train.tensorflow import TensorflowTrainer  # noqa: E402
-
-from labutils import config as lab_config  # noqa: E402
-from labutils import multiworker  # noqa: E402
-from labutils.data import load_cifar100  # noqa: E402
-from labutils.lesson05 import create_model, get_data  # noqa: E402
-from labutils.multiworker import checks  # noqa: E402
-from labutils.tf import split_validation  # noqa: E402
+from labutils import config as lab_config
+from labutils import multiworker
+from labutils.data import load_cifar100
+from labutils.lesson05 import create_model, get_data
+from labutils.multiworker import checks
+from labutils.tf import split_validation
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 PLAN = multiworker.WorkerPlan(2, False, {"CPU": 1.0})
 CONFIG = {"batch_per_worker": 64, "epochs": 2}
+SIZES = {"num_workers": 2, "use_gpu": False, **CONFIG}
 #: o que as células anteriores do notebook deixam definido
 NAMESPACE = {
     **{"json": json, "os": os, "tempfile": tempfile, "time": time, "tf": tf, "ray": ray},
@@ -119,32 +115,6 @@ def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
 """
 
 
-@pytest.mark.parametrize(
-    "snippet",
-    [DATA_SAME_SEED, DATA_OWN_PIPELINE, DATA_EXPLICIT_DATA_POLICY],
-    ids=["mesma semente, fatia da estratégia", "pipeline próprio", "política DATA explícita"],
-)
-def test_right_data_answers_pass(snippet, capsys):
-    checks.check_worker_datasets(_answers(snippet)["worker_datasets"])
-    assert "✅" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    ("snippet", "message"),
-    [
-        (DATA_NO_SHARD, "se sobrepõem"),
-        (DATA_SHARD_AFTER_SHUFFLE, "Fatie com dataset.shard"),
-        (DATA_DOUBLE_SHARD, "não foram vistos"),
-        (DATA_BATCH_PER_WORKER, "lote GLOBAL"),
-    ],
-    ids=["sem fatiar", "fatia depois do shuffle", "fatia dupla", "lote por worker"],
-)
-def test_wrong_data_answers_are_caught(snippet, message):
-    with pytest.raises(checks.CheckFailed, match=message) as info:
-        checks.check_worker_datasets(_answers(snippet)["worker_datasets"])
-    assert info.value._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
-
-
 # ---------------------------------------------------------------- TODO 2: o modelo
 MODEL_STRINGS = """
 def build_model(strategy, num_classes):
@@ -201,48 +171,75 @@ def build_model(strategy, num_classes):
         )
     return model
 """
-MODEL_PROBABILITIES_FROM_LINEAR = MODEL_LOGITS.replace("from_logits=True", "from_logits=False")
+MODEL_PROBABILITIES_FROM_LINEAR = """
+def build_model(strategy, num_classes):
+    with strategy.scope():  # saída linear (logits) com a perda que espera probabilidades
+        model = tf.keras.Sequential([tf.keras.Input(shape=(32, 32, 3)), tf.keras.layers.Flatten(),
+                                     tf.keras.layers.Dense(num_classes)])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+"""
 MODEL_NO_COMPILE = """
 def build_model(strategy, num_classes):
     with strategy.scope():
         return create_model(num_classes, compile=False)
 """
-MODEL_NO_ACCURACY = MODEL_STRINGS.replace('metrics=["accuracy"]', "")
-MODEL_ONE_HOT_LOSS = MODEL_STRINGS.replace("sparse_categorical", "categorical")
+MODEL_NO_ACCURACY = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        model = create_model(num_classes, compile=False)
+        model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy())
+    return model
+"""
+MODEL_ONE_HOT_LOSS = """
+def build_model(strategy, num_classes):
+    with strategy.scope():
+        model = create_model(num_classes, compile=False)
+        model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
+    return model
+"""
 
 
-@pytest.mark.parametrize(
-    "snippet",
-    [MODEL_STRINGS, MODEL_DEFAULT_OBJECTS, MODEL_LOGITS, MODEL_CREATED_COMPILED],
-    ids=["textos", "objetos com os padrões", "logits e from_logits=True", "create_model compilado"],
-)
-def test_right_model_answers_pass(snippet, capsys):
-    checks.check_build_model(_answers(snippet)["build_model"])
+RIGHT = {
+    "dados: mesma semente, fatia da estratégia": DATA_SAME_SEED,
+    "dados: pipeline próprio": DATA_OWN_PIPELINE,
+    "dados: política DATA explícita": DATA_EXPLICIT_DATA_POLICY,
+    "modelo: textos": MODEL_STRINGS,
+    "modelo: objetos com os padrões": MODEL_DEFAULT_OBJECTS,
+    "modelo: logits e from_logits=True": MODEL_LOGITS,
+    "modelo: create_model compilado": MODEL_CREATED_COMPILED,
+}
+WRONG = {
+    "dados sem fatiar": (DATA_NO_SHARD, "se sobrepõem"),
+    "fatia depois do shuffle": (DATA_SHARD_AFTER_SHUFFLE, "Fatie com dataset.shard"),
+    "fatia dupla": (DATA_DOUBLE_SHARD, "não foram vistos"),
+    "lote por worker": (DATA_BATCH_PER_WORKER, "lote GLOBAL"),
+    "modelo fora do escopo": (MODEL_OUTSIDE_SCOPE, "FORA do escopo"),
+    "from_logits=True depois da softmax": (MODEL_LOGITS_AFTER_SOFTMAX, "from_logits=True"),
+    "from_logits=False com saída linear": (MODEL_PROBABILITIES_FROM_LINEAR, "devolve logits"),
+    "sem compilar": (MODEL_NO_COMPILE, "não foi compilado"),
+    "sem a acurácia": (MODEL_NO_ACCURACY, "'accuracy'"),
+    "perda para rótulos one-hot": (MODEL_ONE_HOT_LOSS, "rótulos inteiros"),
+}
+
+
+def _check(snippet: str) -> None:
+    """A verificação do TODO (1 ou 2) que o trecho responde, com a resposta dele."""
+    name = next(n for n in ("worker_datasets", "build_model") if f"def {n}(" in snippet)
+    getattr(checks, f"check_{name}")(_answers(snippet)[name])
+
+
+@pytest.mark.parametrize("snippet", RIGHT.values(), ids=RIGHT.keys())
+def test_right_answers_pass(snippet, capsys):
+    _check(snippet)
     assert "✅" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    ("snippet", "message"),
-    [
-        (MODEL_OUTSIDE_SCOPE, "FORA do escopo"),
-        (MODEL_LOGITS_AFTER_SOFTMAX, "from_logits=True"),
-        (MODEL_PROBABILITIES_FROM_LINEAR, "devolve logits"),
-        (MODEL_NO_COMPILE, "não foi compilado"),
-        (MODEL_NO_ACCURACY, "'accuracy'"),
-        (MODEL_ONE_HOT_LOSS, "rótulos inteiros"),
-    ],
-    ids=[
-        "fora do escopo",
-        "from_logits=True depois da softmax",
-        "from_logits=False com saída linear",
-        "sem compilar",
-        "sem a acurácia",
-        "perda para rótulos one-hot",
-    ],
-)
-def test_wrong_model_answers_are_caught(snippet, message):
-    with pytest.raises(checks.CheckFailed, match=message):
-        checks.check_build_model(_answers(snippet)["build_model"])
+@pytest.mark.parametrize(("snippet", "message"), WRONG.values(), ids=WRONG.keys())
+def test_wrong_answers_are_caught(snippet, message):
+    with pytest.raises(checks.CheckFailed, match=message) as info:
+        _check(snippet)
+    assert info.value._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
 
 
 # ---------------------------------------------------------------- TODO 3: a função de treino
@@ -283,25 +280,24 @@ def train_loop_per_worker(config):
                           "epoch": epoch}, checkpoint=ray.train.Checkpoint.from_directory(folder))
         shutil.rmtree(folder, ignore_errors=True)
 """
-
-
-def _swap(old: str, new: str) -> str:
-    """A função de treino da solução com um erro: um trecho completo, para colar na célula."""
-    source = _cell("def train_loop_per_worker(")
-    assert old in source, f"{old!r} não está mais na solução: atualize o erro"
-    return source.replace(old, new)
-
-
-STRATEGY = (
-    "    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # 1º, antes de qualquer op do TF\n"
-)
-MODEL = "    model = build_model(strategy, cifar.num_classes)\n"
-LOOP_MISTAKES = {
-    "estratégia criada depois dos dados": (
-        _swap(STRATEGY, "").replace(MODEL, STRATEGY + MODEL),
-        "não foi a primeira operação",
-    ),
-}
+LOOP_STRATEGY_AFTER_DATA = """
+def train_loop_per_worker(config):
+    context = ray.train.get_context()
+    workers, rank = context.get_world_size(), context.get_world_rank()
+    batch = config["batch_per_worker"] * workers
+    cifar = load_cifar100()
+    train, val = split_validation(cifar.train, cifar.num_train)
+    train, val = worker_datasets(train, val, global_batch=batch, num_workers=workers,
+                                 worker_index=rank)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # depois dos dados
+    model = build_model(strategy, cifar.num_classes)
+    for epoch in range(1, config["epochs"] + 1):
+        logs = model.fit(train, validation_data=val, verbose=0).history
+        with tempfile.TemporaryDirectory() as folder:
+            save_checkpoint(folder, model, epoch=epoch, global_batch=batch)
+            ray.train.report({"loss": logs["loss"][-1], "accuracy": logs["accuracy"][-1],
+                              "epoch": epoch}, checkpoint=ray.train.Checkpoint.from_directory(folder))
+"""
 
 
 @pytest.mark.slow
@@ -316,12 +312,10 @@ def test_a_right_training_function_in_other_idioms_passes(capsys):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("mistake", list(LOOP_MISTAKES))
-def test_wrong_training_functions_are_caught(mistake):
-    snippet, message = LOOP_MISTAKES[mistake]
-    with pytest.raises(checks.CheckFailed) as info:
-        checks.check_training_function(_answers(snippet)["train_loop_per_worker"], CONFIG)
-    assert message in str(info.value), str(info.value)
+def test_a_strategy_created_after_the_data_is_caught():
+    ns = _answers(LOOP_STRATEGY_AFTER_DATA)
+    with pytest.raises(checks.CheckFailed, match="não foi a primeira operação"):
+        checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
 
 
 @pytest.mark.timeout(60)
@@ -437,15 +431,8 @@ def _fake_run(root: Path, epochs: list[int], *, model: bool = True, workers: int
     return run
 
 
-def _judge(facts: dict, storage: Path, epochs: int = 2) -> Path:
-    return checks.judge_run(
-        facts,
-        storage=str(storage),
-        num_workers=2,
-        use_gpu=False,
-        batch_per_worker=64,
-        epochs=epochs,
-    )
+def _judge(facts: dict, storage: Path) -> Path:
+    return checks.judge_run(facts, storage=str(storage), **SIZES)
 
 
 def test_right_trainers_and_runs_pass_the_training_check(tmp_path, monkeypatch):

@@ -1,15 +1,7 @@
-"""Falhas na busca distribuída da lição 02: um worker do Ray morto no meio de uma tarefa.
-
-A tarefa do teste faz o mesmo que a ``treino_random_forest`` da lição (``fit_and_score`` numa
-configuração da grade), com o mesmo ``max_retries`` que a lição declara, e **relata cada
-tentativa**: antes de treinar, grava o PID do seu worker num arquivo por configuração. Na 1ª
-tentativa da configuração escolhida, a tarefa espera (no máximo ``HOLD_S``) — é o "meio do
-treino" em que o teste a mata com SIGKILL, pelo PID que ela mesma relatou.
-
-- Com retentativas: a configuração roda **duas vezes** (dois PIDs no relato, o 1º é o morto) e
-  a busca devolve todos os resultados, com o mesmo MSE de um treino direto.
-- Com ``max_retries=0`` (controle): a mesma morte chega ao driver como ``WorkerCrashedError``,
-  com uma única tentativa no relato. É a prova de que o teste acima pode falhar.
+"""Um worker do Ray morto (SIGKILL) no meio de uma tarefa da busca da lição 02 (``fit_and_score``
+com o ``max_retries`` da lição): a tarefa roda de novo e a busca termina com o MSE de um treino
+direto; sem retentativas (o controle), a morte chega ao driver. Cada tentativa grava o PID do seu
+worker num arquivo; a 1ª da vítima espera (no máximo ``HOLD_S``) o teste matá-la por esse PID.
 """
 
 from __future__ import annotations
@@ -47,7 +39,7 @@ def lesson_max_retries() -> int:
         if cell.cell_type == "code"
         for m in re.finditer(r"@ray\.remote\([^)]*max_retries\s*=\s*(\d+)", cell.source)
     ]
-    assert found, f"a lição 02 ({LESSON_02.name}) não declara max_retries em nenhuma tarefa"
+    assert found, f"{LESSON_02.name} não declara max_retries em nenhuma tarefa"
     return max(found)
 
 
@@ -83,16 +75,11 @@ def _kill_the_victim(report_dir: Path) -> int:
     """Espera a vítima relatar o PID e a mata (SIGKILL) enquanto ela ainda está na tarefa."""
     deadline = time.monotonic() + REPORT_TIMEOUT_S
     while not _pids(report_dir, VICTIM):
-        assert time.monotonic() < deadline, (
-            f"a tarefa {VICTIM} não começou em {REPORT_TIMEOUT_S:g} s"
-        )
+        assert time.monotonic() < deadline, f"a tarefa {VICTIM} não começou"
         time.sleep(0.05)
     (pid,) = _pids(report_dir, VICTIM)
-    assert pid in descendants(os.getpid()), (
-        f"o PID {pid} relatado não é um worker do Ray iniciado por este teste"
-    )
-    cmdline = psutil.Process(pid).cmdline()
-    assert cmdline[0].startswith("ray::"), cmdline
+    assert pid in descendants(os.getpid()), f"o PID {pid} não é de um worker deste teste"
+    assert psutil.Process(pid).cmdline()[0].startswith("ray::")
     os.kill(pid, signal.SIGKILL)
     return pid
 
@@ -113,12 +100,8 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
     task = train_and_report.options(max_retries=retries)
     refs, killed = _search(task, ray_local, tmp_path)
     results = ray.get(refs, timeout=RESULT_TIMEOUT_S)
-    victim_pids = _pids(tmp_path, VICTIM)
-    assert len(victim_pids) == 2 and victim_pids[0] == killed, (
-        f"a configuração {VICTIM} deveria ter rodado 2 vezes (a 1ª no worker morto {killed}); "
-        f"tentativas relatadas: {victim_pids}"
-    )
-    assert victim_pids[1] != killed, "a retentativa rodou no mesmo processo que foi morto?"
+    victim_pids = _pids(tmp_path, VICTIM)  # 2 tentativas: a 1ª no worker morto
+    assert len(victim_pids) == 2 and victim_pids[0] == killed != victim_pids[1], victim_pids
     others = {i: _pids(tmp_path, i) for i in range(len(GRID)) if i != VICTIM}
     assert all(len(p) == 1 for p in others.values()), f"só a vítima deveria repetir: {others}"
     assert [(r[0], r[1]) for r in results] == GRID
@@ -128,7 +111,6 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
 
 @pytest.mark.slow
 def test_without_retries_the_same_kill_reaches_the_driver(ray_local, tmp_path):
-    """O teste acima pode falhar: sem ``max_retries`` a morte do worker vira erro."""
     task = train_and_report.options(max_retries=0)
     refs, killed = _search(task, ray_local, tmp_path)
     with pytest.raises(ray.exceptions.WorkerCrashedError):

@@ -1,6 +1,6 @@
-"""Inferência em lote (lição 06): as peças de cada degrau, a leitura em blocos e os pedidos impossíveis.
-
-Nada aqui mede velocidade: só correção, com imagens aleatórias pequenas e um modelo sem treino.
+"""Inferência em lote (lição 06): as peças de cada degrau, a leitura em blocos e os pedidos
+impossíveis; só a correção, com imagens aleatórias e um modelo sem treino. Os degraus com Ray
+(que dão os mesmos rótulos que um processo só) são conferidos pela própria lição (nbval).
 """
 
 from __future__ import annotations
@@ -152,9 +152,3 @@ def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
     ray.data.DataContext.get_current().use_datasource_v2 = False  # como a lição 06
     blocks = ray.data.read_parquet(str(folder), override_num_blocks=8).materialize().num_blocks()
     assert blocks >= 2, f"a leitura deu {blocks} bloco(s): só 1 ator do Ray Data receberia lotes"
-
-
-# Os degraus com Ray (tarefas que recarregam o modelo, pool de atores, Ray Data) e a conferência
-# de que dão os mesmos rótulos que um processo só são a própria lição 06, que o nbval executa na
-# escala smoke (cada degrau passa por ``check_same_labels``, provado vermelho acima). Repeti-los
-# aqui custava ~50 s de CI (quatro processos com TensorFlow) sem verificar nada novo.

@@ -1,14 +1,6 @@
-"""Lição 03: o ``Tuner`` que a lição escreve na célula (``roda_tuner``), conferido sem Ray.
-
-A lição monta o ``Tuner`` nas próprias células, para o aluno ler e mudar. O que ela não confere
-na frente do aluno fica aqui, sobre o código da própria célula (lido do notebook e executado):
-
-- um espaço de busca inválido falha na hora, com a mensagem em português, sem criar a pasta do
-  experimento (nenhum trial começou);
-- o ``Tuner`` grava em ``results/tune`` (e não em ``~/ray_results``), com a métrica ``mse`` a
-  minimizar, 1 CPU por trial e tantos trials ao mesmo tempo quantas CPUs o Ray vê.
-
-``tune.Tuner`` é trocado por um dublê que só guarda os argumentos: nenhum Ray é iniciado.
+"""Lição 03: o ``Tuner`` que a célula ``roda_tuner`` monta grava em ``results/tune`` (e não em
+``~/ray_results``), minimiza o ``mse``, com 1 CPU por trial e tantos trials juntos quantas CPUs.
+A célula é lida do notebook e executada com um dublê do ``tune.Tuner`` (nenhum Ray é iniciado).
 """
 
 from __future__ import annotations

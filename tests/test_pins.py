@@ -30,17 +30,9 @@ def pyproject_pins() -> dict[str, str]:
     return {str(Requirement(line)).split("==")[0]: line for line in lines}
 
 
-#: declarados sem import direto, cada um com o motivo (o comentário ao lado em pyproject.toml)
-RUNTIME_ONLY = {
-    "jupyterlab": "onde as lições rodam",
-    "tf-keras": "o Keras 2 do TF_USE_LEGACY_KERAS=1 (lição 07)",
-    "ipywidgets": "barras de progresso no JupyterLab",
-    "jsonschema": "versão do Ray fixada abaixo da 4.25",
-    "nbval": "plugin do pytest que executa os notebooks",
-    "pytest-timeout": "plugin do pytest",
-    "pytest-xdist": "plugin do pytest (make test roda com -n 2)",
-    "ruff": "o lint (make lint)",
-}
+#: declarados sem import direto (o motivo de cada um está ao lado, em pyproject.toml)
+RUNTIME_ONLY = {"jupyterlab", "tf-keras", "ipywidgets", "jsonschema", "ruff"}
+RUNTIME_ONLY |= {"nbval", "pytest-timeout", "pytest-xdist"}  # plugins do pytest
 
 
 def test_every_dependency_is_pinned_exactly():
@@ -53,10 +45,7 @@ def test_environment_yml_installs_the_project_instead_of_copying_the_pins():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     assert "python=3.11" in env["dependencies"]
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert pip == ["-e .[test]"], (
-        f"environment.yml deve só instalar o projeto (pip: ['-e .[test]']), tem {pip}: as versões "
-        "ficam em pyproject.toml"
-    )
+    assert pip == ["-e .[test]"], f"as versões ficam em pyproject.toml; environment.yml tem {pip}"
     others = [
         d for d in env["dependencies"] if isinstance(d, str) and d not in ("python=3.11", "pip")
     ]
@@ -97,31 +86,22 @@ def test_every_imported_package_is_declared_and_every_declared_one_is_used():
         imported |= {canonicalize_name(d) for d in dists[module]}
     missing = sorted(imported - declared)
     assert not missing, f"importados e não declarados em pyproject.toml: {missing}"
-    unused = sorted(declared - imported - set(RUNTIME_ONLY))
-    assert not unused, (
-        f"fixados em pyproject.toml e que nada importa (tire-os ou diga por quê): {unused}"
-    )
+    unused = sorted(declared - imported - RUNTIME_ONLY)
+    assert not unused, f"fixados e que nada importa (tire-os ou diga por quê): {unused}"
 
 
 def test_installed_versions_match_the_pins():
     for line in pyproject_pins().values():
         req = Requirement(line)
-        assert req.specifier.contains(version(req.name)), (
-            f"{req.name} {version(req.name)} != {line}"
-        )
+        assert req.specifier.contains(version(req.name)), f"{version(req.name)} != {line}"
 
 
 def test_importing_ray_does_not_compile_iri_grammars():
-    """Cada processo do Ray importa o jsonschema; o ``rfc3987_syntax`` (jsonschema >= 4.25) custa
-    ~1 s de CPU por processo ao ser importado. Processo novo, como um worker do Ray."""
-    code = (
-        "import sys, ray; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
-    )
+    """O ``rfc3987_syntax`` (jsonschema >= 4.25) custa ~1 s a cada processo do Ray que sobe (veja
+    o comentário do jsonschema em pyproject.toml)."""
+    code = "import sys, ray; print([m for m in ('rfc3987_syntax', 'lark') if m in sys.modules])"
     out = system.run([sys.executable, "-c", code], timeout=120)
-    assert out.stdout.strip() == "[]", (
-        f"`import ray` carregou {out.stdout.strip()}: cada worker do Ray demora ~1 s a mais para "
-        "subir (veja o comentário do jsonschema em pyproject.toml)."
-    )
+    assert out.stdout.strip() == "[]", f"`import ray` carregou {out.stdout.strip()}"
 
 
 # ---------------------------------------------------------------- wheels para os alunos
@@ -171,8 +151,7 @@ def wheel_tags(name: str, pinned: str) -> list[frozenset]:
 @pytest.mark.timeout(240)
 def test_every_pin_has_a_wheel_for_each_supported_python_and_platform():
     """Um aluno com Python 3.11–3.13, em Linux (x86_64 ou aarch64) ou macOS (Apple silicon),
-    instala cada pacote fixado sem compilar nada. Uma troca de versão que perde uma plataforma
-    falha aqui. Sem acesso ao índice de pacotes, o teste é pulado com o motivo."""
+    instala cada pacote fixado sem compilar nada (sem acesso ao índice, é pulado com o motivo)."""
     pythons = supported_pythons()
     assert pythons and pythons[0] == (3, 11), pythons
     missing = []

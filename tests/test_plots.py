@@ -1,4 +1,4 @@
-"""Testes dos gráficos da lição 02: rótulos, alinhamento por configuração, qualquer tamanho de grade."""
+"""Os gráficos da lição 02: rótulos, alinhamento por configuração, qualquer tamanho de grade."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Lição 03: o espaço do Tune, o crescimento da floresta e as conferências, sem Ray.
-
-A conferência (:func:`labutils.tuning.search_difference`) é testada também "ao contrário": com um
-resultado estragado de propósito, ela tem de acusar. Quem a usa no Ray é a própria
-lição 03, que o nbval executa na escala smoke: o Tune, o ASHA e o ``GridSearchCV`` no Ray têm de
-dar a mesma busca que o laço local (e o ``n_jobs`` local), ou a célula falha. Repetir essas
-buscas aqui custava ~35 s de CI (um Ray a mais e as mesmas três buscas) sem verificar nada novo.
+"""Lição 03 sem Ray: a floresta que cresce, o ``GridSearchCV`` local e as conferências (também com
+um resultado estragado de propósito). As buscas no Ray são conferidas pela própria lição (nbval).
 """
 
 from __future__ import annotations
