@@ -86,11 +86,6 @@ def _kernel_env(scale: str, results: Path) -> dict[str, str]:
     return env
 
 
-def _label(tag: str) -> str:
-    return tag.removeprefix(CHECK_TAG)
-
-
-# ---------------------------------------------------------------- as respostas, sem executar o resto
 def _dotted(node: ast.AST) -> bool:
     """``nome`` ou ``a.b.c``: avaliá-lo só lê nomes."""
     while isinstance(node, ast.Attribute):
@@ -98,9 +93,7 @@ def _dotted(node: ast.AST) -> bool:
     return isinstance(node, ast.Name)
 
 
-def _literal(node: ast.AST | None) -> bool:
-    if node is None:
-        return True
+def _literal(node: ast.AST) -> bool:
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -108,37 +101,28 @@ def _literal(node: ast.AST | None) -> bool:
     return True
 
 
-def _safe_function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Uma definição cuja criação não roda código: decoradores e valores padrão só nomes ou
-    literais (as anotações são apagadas); o corpo só roda quando a verificação a chama."""
-    args = node.args
-    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    if not all(_dotted(d) for d in node.decorator_list):
-        return False
-    if not all(_literal(d) or _dotted(d) for d in defaults):
-        return False
-    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-        if arg is not None:
-            arg.annotation = None
-    node.returns = None
-    return True
-
-
-def _safe_class(node: ast.ClassDef) -> bool:
-    if node.keywords or not all(_dotted(b) for b in node.bases):
-        return False
-    if not all(_dotted(d) for d in node.decorator_list):
-        return False
-    return all(_safe_statement(stmt, in_class=True) for stmt in node.body)
-
-
 def _safe_statement(stmt: ast.stmt, in_class: bool = False) -> bool:
+    """Uma linha de nível superior cuja execução não chama nada: ``import``, constante literal,
+    definição com decoradores e valores padrão só nomes ou literais (o corpo de uma função só
+    roda quando a verificação a chama; as anotações são apagadas) ou classe feita dessas."""
     if isinstance(stmt, ast.Import | ast.ImportFrom):
         return not in_class
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-        return _safe_function(stmt)
+        args = stmt.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                arg.annotation = None
+        stmt.returns = None
+        defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        return all(map(_dotted, stmt.decorator_list)) and all(
+            _literal(d) or _dotted(d) for d in defaults
+        )
     if isinstance(stmt, ast.ClassDef):
-        return _safe_class(stmt)
+        return (
+            not stmt.keywords
+            and all(map(_dotted, [*stmt.bases, *stmt.decorator_list]))
+            and all(_safe_statement(s, in_class=True) for s in stmt.body)
+        )
     if isinstance(stmt, ast.Assign):
         return all(isinstance(t, ast.Name) for t in stmt.targets) and _literal(stmt.value)
     if isinstance(stmt, ast.Pass):
@@ -162,7 +146,6 @@ def answers_source(nb: Any) -> str:
     return ast.unparse(ast.Module(body=kept, type_ignores=[]))
 
 
-# ---------------------------------------------------------------- o julgamento, fora do kernel
 def judge(what: str, answers: str, facts: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     """Julga ``what`` (``"1"``, ``"2"``, ``"3"`` ou ``"4,5"``) num processo NOVO, com o ambiente
     ``env`` (o do kernel da correção): ``{número: veredito}`` e a saída das verificações."""
@@ -193,19 +176,13 @@ def _judge_main(job_path: str, out_path: str) -> int:
     import contextlib
     import io
 
-    from labutils.multiworker import use_legacy_keras
-
-    use_legacy_keras()
     from labutils import config as lab_config
-    from labutils.multiworker import checks
+    from labutils.multiworker import checks  # o TF_USE_LEGACY_KERAS=1 veio no ambiente
 
     reference = {
         "1": checks.check_worker_datasets,
         "2": checks.check_build_model,
         "3": checks.check_training_function,
-        "run": checks.judge_run,
-        "accuracy": checks.judge_accuracy,
-        "chance": checks.check_accuracy,
     }
     todo_error, check_error = checks.TodoNotDone, checks.CheckFailed
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
@@ -255,7 +232,7 @@ def _judge_main(job_path: str, out_path: str) -> int:
                 if name == "TodoNotDone" or "is not defined" in message or not name:
                     raise todo_error(f"TODO 4 sem resultado: {message}")
                 raise check_error(f"{name}: {message}")
-            return reference["run"](
+            return checks.judge_run(
                 facts["run"],
                 storage=os.environ["LABUTILS_TRAIN_STORAGE"],
                 num_workers=size.num_workers,
@@ -271,11 +248,11 @@ def _judge_main(job_path: str, out_path: str) -> int:
                 raise todo_error("TODO 5 sem test_accuracy.")
             if last is None:
                 raise check_error("Conserte o TODO 4 primeiro: sem o treino, não há o que medir.")
-            measured = reference["accuracy"](facts["accuracy"], last, size.batch_per_replica)
+            measured = checks.judge_accuracy(facts["accuracy"], last, size.batch_per_replica)
             from labutils.data import load_cifar100
 
             cifar = load_cifar100()
-            reference["chance"](measured, num_classes=cifar.num_classes, is_mock=cifar.is_mock)
+            checks.check_accuracy(measured, num_classes=cifar.num_classes, is_mock=cifar.is_mock)
 
         verdict("5", run_accuracy)
     verdicts["output"] = printed.getvalue()[-5000:]
@@ -328,7 +305,7 @@ def grade_notebook(
     try:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.exists() else {}
         outputs: dict[str, str] = {}
-        numbers = {tag: _label(tag).split("-")[0] for tag in checks}  # "check-1-dados": "1"
+        numbers = {tag: tag.split("-")[1] for tag in checks}  # "check-1-dados": "1"
         for what in (*ANSWER_NAMES, "4,5"):
             asked = what.split(",")
             if not set(asked) & set(numbers.values()) or (what in ANSWER_NAMES and not answers):
@@ -358,7 +335,7 @@ def grade_notebook(
 
 def write_reports(folder: Path, rows: dict[str, dict[str, Any]], checks: dict[str, str]) -> None:
     """``grades.csv`` e ``grades.md`` em ``folder``: uma linha por arquivo."""
-    header = ["arquivo", *(_label(t) for t in checks), "total", "motivo"]
+    header = ["arquivo", *(t.removeprefix(CHECK_TAG) for t in checks), "total", "motivo"]
     table = []
     for name, row in rows.items():
         total = sum(row[t] == PASSED for t in checks)
