@@ -1,5 +1,6 @@
 """Lição 05: dispositivos, pipeline tf.data, modelo, medições e gráficos (dados minúsculos); num
-processo novo, o que precisa do TensorFlow ainda não inicializado ou do ``TF_USE_LEGACY_KERAS=1``."""
+processo novo, o que precisa do TensorFlow ainda não inicializado. (O modelo e o pipeline no
+tf-keras da lição 07 treinam nos processos da verificação: ``test_exercise_mistakes.py``.)"""
 
 from __future__ import annotations
 
@@ -310,34 +311,3 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
     assert result["replicas"] == result["devices"] == result["again"] == 2
     assert np.isfinite(result["loss"])
     assert "reinicie o kernel" in result["message"]
-
-
-def test_create_model_and_pipeline_work_under_legacy_tf_keras():
-    """Lição 07 usa estas funções com TF_USE_LEGACY_KERAS=1 (tf-keras 2.21)."""
-    done = run_python(
-        """
-        import json, warnings
-        import numpy as np
-        import tensorflow as tf
-        from labutils.tf import EpochTimer, check_loss_activation
-        from labutils.lesson05 import create_model, get_data
-        warnings.filterwarnings("error", message=".*Softmax activation.*")
-        rng = np.random.default_rng(0)
-        pairs = tf.data.Dataset.from_tensor_slices(
-            (rng.integers(0, 256, (16, 32, 32, 3), dtype=np.uint8), rng.integers(0, 100, 16)))
-        train, test = get_data(pairs, pairs, global_batch=8)
-        model = create_model()
-        timer = EpochTimer(16)
-        hist = model.fit(train, epochs=2, verbose=0, callbacks=[timer])
-        print(json.dumps({"module": type(model).__module__, "loss": hist.history["loss"],
-                          "check": check_loss_activation(model),
-                          "epochs_timed": len(timer.epoch_seconds),
-                          "eval": model.evaluate(test, verbose=0)}))
-        """,
-        timeout=180,
-        env={"TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": ""},
-    )
-    result = last_json(done)
-    assert result["module"].startswith("tf_keras"), result["module"]
-    assert all(np.isfinite(result["loss"])) and result["check"].startswith("ok")
-    assert result["epochs_timed"] == 2 and len(result["eval"]) == 2
