@@ -1,4 +1,5 @@
-"""Os notebooks são versionados limpos (sem saídas), numerados e com o kernel certo."""
+"""Os notebooks são versionados limpos (sem saídas), numerados, com o kernel certo e o labutils
+importado antes do Ray."""
 
 import json
 import re
@@ -51,35 +52,3 @@ def test_labutils_is_imported_before_ray():
         if ray is not None and (labutils is None or labutils > ray):
             wrong.append(nb.name)
     assert not wrong, f"importe labutils antes do ray, numa célula própria (lição 04): {wrong}"
-
-
-PRACTICE = "### Para praticar"
-ANSWERS = NOTEBOOKS[0].parents[1] / "docs" / "para_praticar_respostas.md"
-ITEM = re.compile(r"^\d+\. ", re.M)
-
-
-def practice_items(nb: Path) -> int:
-    """Quantos exercícios a seção "Para praticar" da lição tem (0 se não tem)."""
-    cells = json.loads(nb.read_text())["cells"]
-    found = [
-        "".join(c["source"])
-        for c in cells
-        if c["cell_type"] == "markdown" and "".join(c["source"]).startswith(PRACTICE)
-    ]
-    assert len(found) <= 1, f"{nb.name}: mais de uma seção {PRACTICE!r}"
-    return len(ITEM.findall(found[0])) if found else 0
-
-
-def answer_items(text: str) -> dict[str, int]:
-    """Lição (``"01"``...) → quantas respostas a seção dela tem em ``para_praticar_respostas.md``."""
-    sections = re.split(r"^## Lição (\d{2})\b.*$", text, flags=re.M)[1:]
-    pairs = zip(sections[::2], sections[1::2], strict=True)
-    return {number: len(ITEM.findall(body)) for number, body in pairs}
-
-
-def test_each_lesson_has_practice_and_the_instructor_knows_what_to_expect():
-    """As lições 01–06 terminam com exercícios, e o instrutor tem o que esperar de cada um."""
-    lessons = {nb.name[:2]: nb for nb in NOTEBOOKS if "01" <= nb.name[:2] <= "06"}
-    asked = {number: practice_items(nb) for number, nb in lessons.items()}
-    assert all(asked.values()), f"lições sem {PRACTICE!r}: {asked}"
-    assert answer_items(ANSWERS.read_text(encoding="utf-8")) == asked
