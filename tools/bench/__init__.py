@@ -1,11 +1,9 @@
 """Benchmark do laboratório: mede, lado a lado e numa só execução, cada abordagem paralela.
 
-Ferramenta de quem mantém o curso (fora do pacote ``labutils``, que é o que os notebooks
-importam). Não é um teste de velocidade: nada aqui falha por a máquina ser lenta. Cada medida é
-repetida, e o relatório traz mediana e dispersão, o speedup sobre a linha de base e, onde existe,
-a razão para o limite que a máquina permite. Uso, da raiz do repositório::
-
-    python -m tools.bench --scale full --repeats 3     # ou: make bench
+Não é um teste de velocidade: nada aqui falha por a máquina ser lenta. Cada medida é repetida, e
+o relatório traz mediana e dispersão, o speedup sobre a linha de base e, onde existe, a razão
+para o limite que a máquina permite: ``python -m tools.bench --scale full --repeats 3`` (ou
+``make bench``).
 """
 
 from __future__ import annotations

@@ -96,11 +96,8 @@ class Report:
         # a carga no fim (junto da do início) mostra se a máquina esteve ocupada durante as medidas
         self.machine["carga média (1 min) ao gravar"] = f"{os.getloadavg()[0]:.2f}"
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "markdown": out_dir / "relatorio.md",
-            "csv": out_dir / "resultados.csv",
-            "figure": out_dir / "resultados.png",
-        }
+        names = {"markdown": "relatorio.md", "csv": "resultados.csv", "figure": "resultados.png"}
+        paths = {kind: out_dir / name for kind, name in names.items()}
         paths["markdown"].write_text(self.markdown(), encoding="utf-8")
         with paths["csv"].open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)

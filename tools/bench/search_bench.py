@@ -5,7 +5,7 @@ laço, as cópias do laço lado a lado, as tarefas Ray e os blocos de árvores d
 ``n_jobs=-1`` e o ``roda_tuner`` e o ``busca_gridsearchcv`` da lição 03. Cada abordagem é lida
 contra o menor de dois limites: o da fila (``speedup_bound``, com os tempos do laço) e o da
 máquina, medido logo depois do laço (uma cópia do laço por núcleo largando junto,
-:func:`run_side_by_side`; :func:`measured_bound`).
+:func:`run_side_by_side`).
 """
 
 from __future__ import annotations

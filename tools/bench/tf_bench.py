@@ -195,10 +195,9 @@ def _multiworker_loop(config: dict[str, Any]) -> None:
     ips = _fit(model, dataset.with_options(options), n, config["repeats"])
     omp = os.environ.get("OMP_NUM_THREADS", "")
     info = {
-        "rank": ray.train.get_context().get_world_rank(),
+        **multiworker.describe_worker(model, global_batch),  # o rank e o nó (node_id)
         "ips": ips,
         "source": source,
-        "node": ray.get_runtime_context().get_node_id(),
         "gpus": len(tf.config.list_physical_devices("GPU")),
         # o Ray limita as threads de cálculo ao que a tarefa reservou (OMP_NUM_THREADS)
         "threads": int(omp) if omp.isdigit() else usable_cpus(),
@@ -240,7 +239,7 @@ def measure_multiworker(args: dict[str, Any]) -> dict[str, Any]:
                 infos = multiworker.read_workers(trainer.fit().checkpoint)  # em ordem de rank
                 by_node: dict[str, list[dict[str, Any]]] = {}
                 for info in infos:
-                    by_node.setdefault(info["node"], []).append(info)
+                    by_node.setdefault(info["node_id"], []).append(info)
                 results[key], meta["source"] = infos[0]["ips"], infos[0]["source"]
                 meta[f"nodes_{workers}"] = len(by_node)
                 meta[f"threads_{workers}"] = infos[0]["threads"]
