@@ -12,6 +12,7 @@ se falhar), todo processo iniciado nos namespaces é encerrado e eles são remov
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -131,12 +132,9 @@ class Machine:
 def _end(machines: list[Machine], switch: str) -> None:
     """Encerra todo processo iniciado nas máquinas e remove os namespaces (SIGTERM, SIGKILL)."""
     for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        for machine in machines:
-            for pid in machine.pids():
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
+        for pid in [pid for machine in machines for pid in machine.pids()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
         while any(m.pids() for m in machines) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -171,12 +169,9 @@ def classroom():
     finally:
         _end(machines, switch)
         shutil.rmtree(root, ignore_errors=True)
-    left = [name for name in [m.ns for m in machines] + [switch] if name in _namespaces()]
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left = [name for name in [m.ns for m in machines] + [switch] if name in listed]
     assert not left, f"namespaces que sobraram: {left}"
-
-
-def _namespaces() -> str:
-    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
 DRIVER = textwrap.dedent(
