@@ -69,9 +69,10 @@ def test_save_and_bytes_roundtrip_give_the_same_labels(tmp_path, model, images):
     inference.check_same_labels(expected, predict_labels(copy, images, 7), "bytes")
 
 
-def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, model):
-    saved = save_lesson_model(model, tmp_path / "salvo" / "cifar100_cnn.keras")
-    _, origin = inference.load_or_train("smoke", path=saved)
+def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, model, monkeypatch):
+    monkeypatch.setenv("LABUTILS_RESULTS_DIR", str(tmp_path / "salvo"))
+    save_lesson_model(model)  # onde a lição 05 grava, sem dizer o caminho
+    _, origin = inference.load_or_train("smoke")
     assert "salvo pela lição 05" in origin
     missing = tmp_path / "vazio" / "cifar100_cnn.keras"
     trained, origin = inference.load_or_train("smoke", path=missing)

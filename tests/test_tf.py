@@ -31,8 +31,6 @@ from labutils.tf import (  # noqa: E402
     EpochTimer,
     GpuSampler,
     check_loss_activation,
-    lesson_model_path,
-    save_lesson_model,
     split_validation,
 )
 
@@ -98,17 +96,6 @@ def test_split_validation_carves_disjoint_validation_from_train():
     train_ids = [int(y) for _, y in train]
     val_ids = [int(y) for _, y in val]
     assert val_ids == [0, 1, 2, 3, 4] and train_ids == list(range(5, 20))
-
-
-def test_save_lesson_model_writes_where_lesson_06_reads(tmp_path, monkeypatch):
-    monkeypatch.setenv("LABUTILS_RESULTS_DIR", str(tmp_path))
-    assert lesson_model_path() == tmp_path / "modelos" / "cifar100_cnn.keras"
-    model = create_model(num_classes=3, compile=False)
-    assert getattr(model, "optimizer", None) is None  # compile=False: sem compilar
-    path = save_lesson_model(create_model(num_classes=3))
-    assert path == lesson_model_path() and path.exists()
-    again = tf.keras.models.load_model(path)
-    assert again.output_shape == (None, 3)
 
 
 def test_the_model_trains_without_xla_with_or_without_a_strategy(monkeypatch):
