@@ -32,16 +32,10 @@ NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_ARGS = (
+    "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update --disable-sync"
+).split()
 LESSON_00 = "00_diagnostico_ambiente.ipynb"
 RUN_ALL_TIMEOUT_S = 120
 
@@ -58,10 +52,8 @@ def browser() -> Iterator:
             "Instale o do sistema: `sudo apt-get install chromium` (o `make test` o instala "
             "quando roda como root; depois, não precisa de root)."
         )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail('Falta o Playwright para Python: rode `pip install -e ".[test]"` (make setup).')
+    from playwright.sync_api import sync_playwright
+
     before = descendants(os.getpid())
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
