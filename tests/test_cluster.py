@@ -75,9 +75,7 @@ def test_token_auth_is_on_and_cluster_is_private(local_cluster):
 def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
     """Uma fonte só: ``python -m labutils.cluster ports`` imprime ``CLASSROOM_PORTS``, e cada
     porta dela vira uma opção do ``ray start`` do nó principal."""
-    from labutils.cluster.__main__ import main
-
-    assert main(["ports"]) == 0
+    assert cli_main(["ports"]) == 0
     table = capsys.readouterr().out
     cmd = " ".join(classroom.head_command())
     for port in cluster.CLASSROOM_PORTS:
@@ -86,13 +84,3 @@ def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
             assert f"{port.flag}={port.first}" in cmd, port
         if port.last_flag:
             assert f"{port.last_flag}={port.last}" in cmd, port
-
-
-def test_the_local_cluster_does_not_take_the_classroom_ports():
-    """Vários nós numa máquina: cada opção de porta aparece uma vez só, com a porta sorteada."""
-    lc = LocalCluster(num_workers=1)
-    lc.temp_dir = "/tmp/x"
-    head = lc._node_command(0, "/tmp/x/n0")
-    names = [part.split("=", 1)[0] for part in head if part.startswith("--") and "port" in part]
-    assert len(names) == len(set(names)), f"opção de porta repetida: {head}"
-    assert "--node-manager-port=6380" not in head

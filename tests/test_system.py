@@ -104,16 +104,13 @@ def like_macos(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 3)
 
 
-def test_usable_cpus_works_without_the_linux_only_calls(like_macos):
-    assert system.usable_cpus() == 3
-
-
 @pytest.mark.timeout(120)
 def test_the_doctor_and_lesson_06_run_without_the_linux_only_calls(like_macos):
     """O diagnóstico (lição 00) e as funções da lição 06 num ``os`` como o do macOS."""
     from labutils import doctor, inference
     from tools.lesson_code import load
 
+    assert system.usable_cpus() == 3
     assert "3 CPUs lógicas" in doctor.check_cpus().detail
     reference = {
         "date": "hoje", "probe": {"images_per_s": 100.0, "device": "nenhuma"},
