@@ -74,10 +74,7 @@ def add_rows(report: Report, result: dict[str, Any]) -> None:
     }
     side = statistics.median(values["side"]) / base if "side" in values else None
     rows = {}
-    for key, approach in ROWS.items():
-        if key not in values:
-            report.skip(SECTION, approach, result.get("errors", {}).get(key, "não medido"))
-            continue
+    for key, approach in ROWS.items():  # o processo de medida mede todas ou nenhuma
         speedup = None if key == "single" else statistics.median(values[key]) / base
         bound = None if key == "single" else meta.get("bounds", {}).get(key)
         note = notes[key]
