@@ -1,7 +1,7 @@
 """Um worker do Ray morto (SIGKILL) no meio de uma tarefa da busca da lição 02 (``fit_and_score``
 com o ``max_retries`` da lição): a tarefa roda de novo e a busca termina com o MSE de um treino
-direto; sem retentativas (o controle), a morte chega ao driver. Cada tentativa grava o PID do seu
-worker num arquivo; a 1ª da vítima espera (no máximo ``HOLD_S``) o teste matá-la por esse PID.
+direto. Cada tentativa grava o PID do seu worker num arquivo; a 1ª da vítima espera (no máximo
+``HOLD_S``) o teste matá-la por esse PID.
 """
 
 from __future__ import annotations
@@ -84,21 +84,13 @@ def _kill_the_victim(report_dir: Path) -> int:
     return pid
 
 
-def _search(task, dados, report_dir: Path):
-    dados_ref = ray.put(dados)
-    refs = [
-        task.remote(n, d, dados_ref, i, str(report_dir), VICTIM) for i, (n, d) in enumerate(GRID)
-    ]
-    killed = _kill_the_victim(report_dir)
-    return refs, killed
-
-
 @pytest.mark.slow
 def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_path):
     retries = lesson_max_retries()
     assert retries >= 1, "a tarefa da lição 02 deveria ter max_retries >= 1"
-    task = train_and_report.options(max_retries=retries)
-    refs, killed = _search(task, ray_local, tmp_path)
+    task, dados = train_and_report.options(max_retries=retries), ray.put(ray_local)
+    refs = [task.remote(n, d, dados, i, str(tmp_path), VICTIM) for i, (n, d) in enumerate(GRID)]
+    killed = _kill_the_victim(tmp_path)
     results = ray.get(refs, timeout=RESULT_TIMEOUT_S)
     victim_pids = _pids(tmp_path, VICTIM)  # 2 tentativas: a 1ª no worker morto
     assert len(victim_pids) == 2 and victim_pids[0] == killed != victim_pids[1], victim_pids
@@ -107,13 +99,3 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
     assert [(r[0], r[1]) for r in results] == GRID
     expected = lesson02.fit_and_score(*GRID[0], *ray_local)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
-
-
-@pytest.mark.slow
-def test_without_retries_the_same_kill_reaches_the_driver(ray_local, tmp_path):
-    task = train_and_report.options(max_retries=0)
-    refs, killed = _search(task, ray_local, tmp_path)
-    with pytest.raises(ray.exceptions.WorkerCrashedError):
-        ray.get(refs[VICTIM], timeout=RESULT_TIMEOUT_S)
-    assert _pids(tmp_path, VICTIM) == [killed], "sem retentativas a tarefa roda uma vez só"
-    ray.get([r for i, r in enumerate(refs) if i != VICTIM], timeout=RESULT_TIMEOUT_S)
