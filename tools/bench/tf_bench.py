@@ -63,21 +63,22 @@ def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> N
     kind, replicas = meta.get("device_kind", "cpu"), meta.get("replicas", 1)
     physical = meta.get("physical", replicas)
     if kind == "gpu" and physical < replicas:
-        mirrored = (
-            float(physical),
-            f"{physical} GPU física(s) em {replicas} réplicas: limite {physical}x",
-        )
+        mirrored_bound = float(physical)
+        mirrored_why = f"{physical} GPU física(s) em {replicas} réplicas: limite {physical}x"
     elif kind == "gpu":
-        mirrored = float(replicas), f"{replicas} GPU(s): uma réplica por GPU"
+        mirrored_bound, mirrored_why = float(replicas), f"{replicas} GPU(s): uma réplica por GPU"
     else:
-        mirrored = 1.0, f"{replicas} CPUs lógicas sobre os mesmos núcleos: limite 1x"
+        mirrored_bound = 1.0
+        mirrored_why = f"{replicas} CPUs lógicas sobre os mesmos núcleos: limite 1x"
     gpus1, gpus2 = mmeta.get("gpus_1", 0), mmeta.get("gpus_2", 0)
     cores1, cores2 = mmeta.get("cores_1", 1), mmeta.get("cores_2", 1)
     if gpus1 and gpus2:
-        workers = gpus2 / gpus1, f"{gpus2} GPU(s) contra {gpus1}"
+        workers_bound, workers_why = gpus2 / gpus1, f"{gpus2} GPU(s) contra {gpus1}"
     else:
-        workers = (cores2 / cores1 if cores1 else None,
-                   f"núcleos ocupáveis {cores2} contra {cores1} (por nó: min(núcleos, Σ threads))")  # fmt: skip
+        workers_bound = cores2 / cores1 if cores1 else None
+        workers_why = (
+            f"núcleos ocupáveis {cores2} contra {cores1} (por nó: min(núcleos, Σ threads))"
+        )
     # a linha de base do speedup, o limite e a nota de cada linha
     plan = {
         "pipe_plain": (None, None, "só lê o dataset, sem modelo; 1ª passada fora; "
@@ -86,13 +87,13 @@ def _add_rows(report: Report, local: dict[str, Any], multi: dict[str, Any]) -> N
         "fit_plain": (None, None, "cada repetição = uma época depois da 1ª (compilação do grafo)"),
         "fit_central": ("fit_plain", None,
                         "linha de base do treino; speedup sobre o pipeline simples"),
-        "fit_mirrored": ("fit_central", mirrored[0],
-                         f"{replicas} réplicas; {mirrored[1]}; speedup sobre centralizado"),
+        "fit_mirrored": ("fit_central", mirrored_bound,
+                         f"{replicas} réplicas; {mirrored_why}; speedup sobre centralizado"),
         "mw_1": (None, None, f"Ray Train, {mmeta.get('cpus_per_worker', '?')} CPU reservada por "
                  f"worker, que o Ray traduz em OMP_NUM_THREADS={mmeta.get('threads_1', '?')}; "
                  f"{mmeta.get('source', '')}"),
-        "mw_2": ("mw_1", workers[0], f"os 2 workers em {mmeta.get('nodes_2', '?')} nó(s); "
-                 f"limite = {workers[1]}; speedup sobre 1 worker"),
+        "mw_2": ("mw_1", workers_bound, f"os 2 workers em {mmeta.get('nodes_2', '?')} nó(s); "
+                 f"limite = {workers_why}; speedup sobre 1 worker"),
     }  # fmt: skip
     for key, (base, bound, note) in plan.items():
         section, approach = ROWS[key]
