@@ -1,5 +1,5 @@
-"""Processos e rede: rodar subprocessos, encerrar grupos de processos, portas e endereços; e a
-validação dos números que um usuário passa ao pacote."""
+"""Processos e rede: subprocessos com prazo, grupos de processos encerrados por inteiro, portas e
+endereços; e a validação dos números que um usuário passa ao pacote."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 LOCALHOST = "127.0.0.1"
 #: quanto esperar por um endereço que não responde (segundos): o ``join`` e o ``init_ray``
 CONNECT_TIMEOUT_S = 3.0
+#: o começo da linha em que um subprocesso Python devolve o seu resultado a :func:`run_json`
+JSON_MARK = "LABUTILS_JSON="
 
 
 class CommandError(RuntimeError):
@@ -52,10 +54,9 @@ def run(
     shown_as: str | None = None,
     leave_running: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Roda ``cmd`` (sem shell) até ``timeout`` s e devolve a saída capturada. Passou do prazo
-    (ou, com ``check``, código diferente de zero): :class:`CommandError` com o fim da saída, e o
-    grupo do comando encerrado. ``leave_running``: o que ele deixou no ar ao terminar bem (os
-    serviços de um ``ray start``) continua vivo. ``shown_as``: o comando nas mensagens."""
+    """Roda ``cmd`` (sem shell) até ``timeout`` s e devolve a saída; passou do prazo (ou, com
+    ``check``, falhou): :class:`CommandError` com o fim da saída, e o grupo encerrado.
+    ``leave_running``: o que ele deixou no ar ao terminar bem (um ``ray start``) fica vivo."""
     shown = shown_as or " ".join(map(str, cmd))
     proc = spawn_group(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -76,10 +77,6 @@ def run(
     return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
 
 
-#: o começo da linha em que um subprocesso Python devolve o seu resultado a :func:`run_json`
-JSON_MARK = "LABUTILS_JSON="
-
-
 def run_json(
     cmd: Sequence[str],
     *,
@@ -88,9 +85,8 @@ def run_json(
     failed: str,
     env: Mapping[str, str] | None = None,
 ) -> dict:
-    """O JSON da última linha ``LABUTILS_JSON=...`` que ``cmd`` imprime. Nunca trava nem levanta:
-    ``{"error": late}`` depois de ``timeout`` s (com o grupo do processo encerrado); sem a linha,
-    ``{"error": "<failed> (código N): <o fim do stderr>"}``."""
+    """O JSON da última linha ``LABUTILS_JSON=...`` que ``cmd`` imprime; nunca levanta: senão
+    ``{"error": late}`` (passou do prazo) ou ``{"error": "<failed> (código N): <stderr>"}``."""
     try:
         proc = run(cmd, timeout=timeout, env=env, check=False)
     except CommandError:
@@ -112,8 +108,8 @@ def _tail(out: str | None, err: str | None, lines: int = 8) -> str:
 def spawn_group(
     cmd: Sequence[str], *, env: Mapping[str, str] | None = None, **popen
 ) -> subprocess.Popen:
-    """Inicia ``cmd`` num grupo de processos próprio, em modo texto: :func:`kill_group` encerra
-    o comando e todos os seus filhos, e só eles."""
+    """Inicia ``cmd`` em modo texto num grupo de processos próprio, que :func:`kill_group`
+    encerra inteiro (e só ele)."""
     popen.setdefault("stdin", subprocess.DEVNULL)
     popen.setdefault("text", True)
     return subprocess.Popen(
@@ -123,7 +119,7 @@ def spawn_group(
 
 def kill_group(proc: subprocess.Popen, *, grace: float = 5.0) -> None:
     """SIGTERM no grupo de ``proc``, até ``grace`` s de espera, e SIGKILL no que sobrou (mesmo
-    com o líder já fora). ``grace=0`` vai direto ao SIGKILL. Idempotente."""
+    com o líder já fora; ``grace=0``: direto ao SIGKILL). Idempotente."""
     if grace > 0 and proc.poll() is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -149,17 +145,14 @@ def kill_pids(pids: Iterable[int], *, wait_s: float = 10.0) -> None:
 
 
 def kill_tree(pid: int | None, *, wait_s: float = 10.0) -> None:
-    """SIGKILL em ``pid`` e em todos os seus descendentes (um kernel e o Ray que ele iniciou),
-    lidos antes do sinal (depois, os órfãos já não teriam pai)."""
+    """SIGKILL em ``pid`` e nos seus descendentes (lidos antes do sinal: depois, órfãos)."""
     import psutil
 
     if not pid:
         return
-    try:
+    with contextlib.suppress(psutil.NoSuchProcess):
         family = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    except psutil.NoSuchProcess:
-        return
-    kill_pids(family, wait_s=wait_s)
+        kill_pids(family, wait_s=wait_s)
 
 
 def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:
@@ -182,8 +175,7 @@ def alive(pids: set[int], *, wait_s: float = 0.0) -> set[int]:
 
 
 def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
-    """``True`` se alguém já escuta em ``host:port`` (com ``SO_REUSEADDR``, como os servidores
-    do Ray: uma porta em TIME_WAIT conta como livre)."""
+    """Alguém já escuta em ``host:port``? Com ``SO_REUSEADDR``, como o Ray: TIME_WAIT é livre."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -197,20 +189,14 @@ def free_ports(count: int, avoid: set[int] | None = None) -> list[int]:
     """``count`` portas livres e distintas em 127.0.0.1 (os sockets ficam abertos até escolher
     todas, para o sistema não repetir nenhuma)."""
     avoid = set(avoid or ())
-    socks: list[socket.socket] = []
     ports: list[int] = []
-    try:
+    with contextlib.ExitStack() as stack:
         while len(ports) < count:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind((LOCALHOST, 0))
-            socks.append(sock)
-            port = sock.getsockname()[1]
-            if port not in avoid:
+            if (port := sock.getsockname()[1]) not in avoid:
                 ports.append(port)
                 avoid.add(port)
-    finally:
-        for sock in socks:
-            sock.close()
     return ports
 
 
@@ -220,8 +206,7 @@ def free_port() -> int:
 
 
 def reachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> OSError | None:
-    """Abre uma conexão TCP a ``host:port`` em até ``timeout`` s: ``None`` se alguém atendeu,
-    senão o erro (para a mensagem de quem chamou)."""
+    """``None`` se ``host:port`` aceita uma conexão TCP em até ``timeout`` s, senão o erro."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None
