@@ -22,8 +22,7 @@ class ClusterError(RuntimeError):
 
 
 def run_ray(cmd: list[str], *, timeout: float, show_output: bool = True, **run):
-    """Imprime o comando (para o aluno aprender o ``ray`` de verdade) e o executa com prazo
-    (:func:`labutils.system.run`, com ``check`` e ``leave_running``)."""
+    """Imprime o comando (o aluno aprende o ``ray`` de verdade) e o roda com :func:`system.run`."""
     printable = shlex.join(["ray", *cmd[1:]]) if cmd[0] == ray_executable() else shlex.join(cmd)
     print(f"$ {printable}", flush=True)
     try:
@@ -38,18 +37,17 @@ def run_ray(cmd: list[str], *, timeout: float, show_output: bool = True, **run):
 
 
 def require_free_port(port: int, what: str) -> None:
-    """Falha na hora, em português, se a porta é inválida ou já está ocupada nesta máquina."""
+    """:class:`ClusterError` na hora se a porta é inválida ou já está ocupada nesta máquina."""
     system.check_int(port, f"A porta {what}", 1, 65535, ClusterError)
     if system.port_in_use(port):
         raise ClusterError(
-            f"A porta {port} ({what}) já está em uso nesta máquina: outro Ray ou outro programa "
-            f"já a ocupa. Escolha outra porta (ex.: --port {port + 1}) ou descubra quem a usa "
-            f"com `ss -ltnp | grep {port}`."
+            f"A porta {port} ({what}) já está em uso nesta máquina (outro Ray?). Escolha outra "
+            f"(ex.: --port {port + 1}) ou veja quem a usa: `ss -ltnp | grep {port}`."
         )
 
 
 def split_address(address: str) -> tuple[str, int]:
-    """``"IP:PORTA"`` → ``("IP", PORTA)``, com mensagem clara se o formato estiver errado."""
+    """``"IP:PORTA"`` → ``("IP", PORTA)``, ou :class:`ClusterError` que mostra o formato."""
     host, sep, port = str(address).strip().rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ClusterError(
@@ -65,9 +63,8 @@ def wait_for_nodes(count: int, timeout: float = 30) -> int:
     while (alive := len(alive_nodes())) < count:
         if time.monotonic() > deadline:
             raise ClusterError(
-                f"O cluster tem {alive} nó(s) vivo(s), mas eu esperava {count} após {timeout:g} s. "
-                "Veja quem entrou com `ray status` e, nos workers que faltam, rode "
-                "`ray start --address=IP:PORTA` de novo."
+                f"O cluster tem {alive} nó(s) vivo(s) após {timeout:g} s, esperava {count}: veja "
+                "`ray status` e, nos que faltam, rode `ray start --address=IP:PORTA` de novo."
             )
         time.sleep(0.5)
     return alive
@@ -86,11 +83,9 @@ def die_with_parent() -> None:
 
 
 def ensure_auth_token(*, generate: bool = True) -> str:
-    """Garante o token do Ray e diz de onde ele vem; o arquivo fica legível só pelo dono (o Ray o
-    grava legível por todos). Sem token, ``generate`` (o nó principal) gera um; numa máquina de
-    aluno (``generate=False``) ou com ``RAY_AUTH_TOKEN_PATH`` sem arquivo, um token novo seria
-    recusado pelo nó principal ~20 s depois: :class:`ClusterError` na hora, dizendo como trazer o dele.
-    """
+    """Garante o token do Ray, legível só pelo dono (o Ray o grava legível por todos), e diz de
+    onde vem. Sem ele, ``generate`` (o nó principal) gera um; numa máquina de aluno, um token
+    novo seria recusado: :class:`ClusterError` na hora, dizendo como trazer o do nó principal."""
     kind, path = config.token_source()
     if kind == "env":
         return "variável RAY_AUTH_TOKEN"
@@ -101,9 +96,8 @@ def ensure_auth_token(*, generate: bool = True) -> str:
         where = "RAY_AUTH_TOKEN_PATH aponta para" if kind == "path_env" else "procurei em"
         raise ClusterError(
             f"Esta máquina ainda não tem o token do cluster ({where} {path} e na variável "
-            "RAY_AUTH_TOKEN). Não vou gerar um aqui: o nó principal recusaria um token novo.\n"
-            "O token fica no nó principal (a máquina do instrutor), no arquivo ~/.ray/auth_token. "
-            "Traga-o de um destes jeitos e rode o mesmo comando de novo:\n"
+            "RAY_AUTH_TOKEN); um novo seria recusado. Traga o ~/.ray/auth_token do nó principal "
+            "(a máquina do instrutor) e rode o mesmo comando de novo:\n"
             f"  a) copie o arquivo para {path} e deixe-o só seu: chmod 600 {path}\n"
             "  b) ou, neste terminal: export RAY_AUTH_TOKEN='<conteúdo do arquivo do instrutor>'\n"
             "Não cole o token num notebook nem num repositório: ele dá acesso ao cluster."

@@ -1,5 +1,5 @@
-"""O cluster da sala de aula: :func:`start_head` na máquina do instrutor, :func:`join` em cada
-máquina de aluno, :func:`status` e :func:`stop`; imprimem o comando ``ray`` exato que rodam."""
+"""O cluster da sala: :func:`start_head` na máquina do instrutor, :func:`join` em cada máquina de
+aluno, :func:`status` e :func:`stop`; imprimem o comando ``ray`` que rodam."""
 
 from __future__ import annotations
 
@@ -28,13 +28,11 @@ class Port:
     last: int
     what: str
     head_only: bool = False
-    #: opção da última porta de uma faixa (``--max-worker-port``)
-    last_flag: str | None = None
+    last_flag: str | None = None  # a da última porta de uma faixa (``--max-worker-port``)
 
 
 #: As portas que ``start-head`` e ``join`` fixam: o firewall da sala libera estas (TCP, entre as
-#: máquinas da sala) e nada mais (o painel escuta só em 127.0.0.1). A tabela da lição 04 e do
-#: README, e o firewall de ``tests/test_classroom_machines.py``, saem daqui.
+#: máquinas da sala) e nada mais (o painel fica em 127.0.0.1). Fonte da tabela da lição 04.
 CLASSROOM_PORTS = (
     Port("--port", DEFAULT_PORT, DEFAULT_PORT, "GCS: o registro do cluster", head_only=True),
     Port("--ray-client-server-port", 10001, 10001, "Ray Client (`ray://`)", head_only=True),
@@ -63,14 +61,11 @@ CLASSROOM_PORTS = (
 )
 
 
-#: Quanto a sala espera por uma máquina que sumiu da rede (cabo puxado): com os padrões do Ray,
-#: quem espera uma tarefa naquela máquina só desiste quando o *keepalive* do gRPC vence (300 s
-#: até o 1º ping + 120 s sem resposta); aqui, ~20 s. E um nó principal que some: cada driver e
-#: nó tenta reconectar por ``gcs_rpc_server_reconnect_timeout_s`` (60 s no Ray); aqui, 20 s. O nó
-#: principal recebe os valores em ``--system-config`` e os repassa a quem entra. O preço: uma
-#: rede fora por mais de ~20 s derruba as tarefas daquela máquina (o Ray as roda de novo em
-#: outra, com ``max_retries``), e um nó principal fora por mais de 20 s encerra a sala.
-#: Os tempos medidos: docs/sala_em_maquinas_separadas.md.
+#: Quanto a sala espera por uma máquina que sumiu da rede: ~20 s (no Ray, o keepalive do gRPC leva
+#: 300 + 120 s) e 20 s por um nó principal que some (60 s no Ray). O preço: uma rede fora por mais
+#: de ~20 s derruba as tarefas daquela máquina (refeitas em outra) ou a sala inteira, se for o nó
+#: principal. O nó principal repassa os valores a quem entra; medidas em
+#: docs/sala_em_maquinas_separadas.md.
 CLASSROOM_SYSTEM_CONFIG = {
     "grpc_client_keepalive_time_ms": 10_000,
     "grpc_client_keepalive_timeout_ms": 10_000,
@@ -79,8 +74,7 @@ CLASSROOM_SYSTEM_CONFIG = {
 
 
 def ports_table() -> str:
-    """A tabela (markdown) de :data:`CLASSROOM_PORTS`: o que o firewall da sala precisa liberar
-    (``python -m labutils.cluster ports``)."""
+    """A tabela (markdown) do que o firewall da sala libera (``python -m labutils.cluster ports``)."""
     lines = ["| porta (TCP) | para quê | em quais máquinas | opção do `ray start` |"]
     lines.append("| --- | --- | --- | --- |")
     for port in CLASSROOM_PORTS:
@@ -114,9 +108,8 @@ def head_command(
     extra: list[str] | None = None,
     classroom_ports: bool = True,
 ) -> list[str]:
-    """O comando ``ray start --head ...`` (sem executá-lo). ``classroom_ports``: as portas de
-    :data:`CLASSROOM_PORTS` e :data:`CLASSROOM_SYSTEM_CONFIG`; o ``LocalCluster``, com vários
-    nós numa máquina, passa as suas em ``extra``."""
+    """O comando ``ray start --head ...``; com ``classroom_ports``, as portas e a configuração da
+    sala (o ``LocalCluster``, vários nós numa máquina, passa as suas em ``extra``)."""
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
     if classroom_ports:
         cmd += port_flags(head=True)
@@ -136,9 +129,8 @@ def head_command(
 
 
 def start_head(*, timeout: float = 90, **options) -> str:
-    """Inicia o nó principal nesta máquina (``ray start --head``, com as ``options`` de
-    :func:`head_command`); devolve ``IP:PORTA``. O painel escuta só em ``127.0.0.1`` por padrão;
-    ``dashboard_host="0.0.0.0"`` o abre para a rede toda (só numa rede fechada)."""
+    """Inicia o nó principal aqui (as ``options`` de :func:`head_command`); devolve ``IP:PORTA``.
+    O painel fica em ``127.0.0.1``, salvo ``dashboard_host="0.0.0.0"`` (só numa rede fechada)."""
     port = options.get("port", DEFAULT_PORT)
     require_free_port(port, "--port")
     if options.get("dashboard", True):
@@ -162,11 +154,8 @@ def start_head(*, timeout: float = 90, **options) -> str:
 
 
 def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60) -> None:
-    """Junta esta máquina ao cluster como nó worker (``ray start --address=IP:PORTA``).
-
-    Antes, em segundos: o nó principal responde, esta máquina tem o token dele (nunca gera um)
-    e ele aceita esse token (``ray status --address`` recusa em ~1 s; o ``ray start``, em ~20 s).
-    """
+    """Junta esta máquina ao cluster (``ray start --address``), depois de conferir em segundos
+    que o nó principal responde e aceita o token desta máquina (o ``ray start`` levaria ~20 s)."""
     split_address(head_address)
     check_reachable(head_address)
     ensure_auth_token(generate=False)  # sem token: diz na hora onde buscá-lo
@@ -188,8 +177,8 @@ def status(address: str | None = None, *, timeout: float = 30) -> str:
 
 
 def stop(*, force: bool = False, timeout: float = 60) -> None:
-    """Para **todo** o Ray desta máquina (``ray stop``), ao fim da aula. Numa máquina
-    compartilhada derruba também o dos outros: lá, use :meth:`LocalCluster.stop`."""
+    """Para **todo** o Ray desta máquina (``ray stop``), inclusive o dos outros numa máquina
+    compartilhada: lá, use :meth:`LocalCluster.stop`."""
     run_ray([ray_executable(), "stop", *(["--force"] if force else [])], timeout=timeout)
 
 

@@ -1,7 +1,4 @@
-"""Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`. Cada nó é
-um ``ray start --block`` num grupo de processos próprio, com portas e ``--temp-dir`` próprios;
-:meth:`LocalCluster.stop` encerra só esses processos (nunca ``ray stop``).
-"""
+"""Um cluster Ray de vários nós numa máquina só (laptop, CI): :class:`LocalCluster`."""
 
 from __future__ import annotations
 
@@ -24,7 +21,7 @@ from labutils.cluster.base import (
     ensure_auth_token,
     require_free_port,
 )
-from labutils.cluster.classroom import head_command
+from labutils.cluster.classroom import CLASSROOM_PORTS, head_command
 from labutils.raytools import ray_executable
 from labutils.system import LOCALHOST
 
@@ -39,13 +36,10 @@ START_TIMEOUT_S = 120.0
 
 
 class LocalCluster:
-    """Um nó principal e ``num_workers`` workers nesta máquina, cada um com ``cpus_per_node``
-    CPUs (``head_cpus`` muda só as do principal). Com ``--temp-dir`` exclusivo, nenhum vira "o
-    último cluster" ao qual um ``ray.init()`` qualquer desta máquina se conectaria.
-
-    >>> with LocalCluster(num_workers=2) as cluster:   # doctest: +SKIP
-    ...     ray.init(address=cluster.address)
-    """
+    """Um nó principal e ``num_workers`` workers nesta máquina, ``cpus_per_node`` CPUs cada. Cada
+    nó é um ``ray start --block`` num grupo de processos próprio, com portas e ``--temp-dir``
+    próprios (nenhum vira "o último cluster" de um ``ray.init()`` qualquer); :meth:`stop` encerra
+    só esses processos, nunca ``ray stop``."""
 
     def __init__(
         self,
@@ -123,8 +117,8 @@ class LocalCluster:
         return self
 
     def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
-        """Sobe os nós ``indices`` em paralelo; um que não registrou nos 30 s (fixos) do Ray numa
-        máquina sobrecarregada ("timed out during startup") ganha outra tentativa."""
+        """Sobe os nós ``indices`` em paralelo; um que passou dos 30 s fixos do Ray para registrar
+        (máquina sobrecarregada) ganha outra tentativa."""
         for attempt in range(1, attempts + 1):
             pending = [self._spawn_node(i, attempt) for i in indices]
             failed = []
@@ -144,20 +138,17 @@ class LocalCluster:
             indices = failed
 
     def _node_command(self, index: int, temp_dir: str) -> list[str]:
-        ports = system.free_ports(WORKER_PORTS_PER_NODE + 8, avoid=self._ports)
+        # as portas da sala, cada uma sorteada: vários nós nesta máquina
+        flags = [
+            p.flag
+            for p in CLASSROOM_PORTS
+            if p.first == p.last and p.flag != "--port" and (index == 0 or not p.head_only)
+        ]
+        ports = system.free_ports(len(flags) + WORKER_PORTS_PER_NODE, avoid=self._ports)
         self._ports.update(ports)
-        workers, (nm, om, agent_http, agent_grpc, runtime_env, metrics, client, _) = (
-            ports[:WORKER_PORTS_PER_NODE],
-            ports[WORKER_PORTS_PER_NODE:],
-        )
-        common = [
-            f"--node-manager-port={nm}",
-            f"--object-manager-port={om}",
-            f"--worker-port-list={','.join(map(str, workers))}",
-            f"--dashboard-agent-listen-port={agent_http}",
-            f"--dashboard-agent-grpc-port={agent_grpc}",
-            f"--runtime-env-agent-port={runtime_env}",
-            f"--metrics-export-port={metrics}",
+        common = [f"{flag}={port}" for flag, port in zip(flags, ports, strict=False)]
+        common += [
+            f"--worker-port-list={','.join(map(str, ports[len(flags) :]))}",
             f"--object-store-memory={OBJECT_STORE_MB * 1024**2}",
             f"--temp-dir={temp_dir}",
             "--disable-usage-stats",
@@ -169,7 +160,7 @@ class LocalCluster:
                 dashboard=self.dashboard,
                 dashboard_port=self.dashboard_port or DEFAULT_DASHBOARD_PORT,
                 block=True,
-                extra=[f"--ray-client-server-port={client}", *common, *self.head_args],
+                extra=[*common, *self.head_args],
                 classroom_ports=False,  # portas sorteadas: vários nós nesta máquina
             )
         return [
@@ -182,10 +173,7 @@ class LocalCluster:
         ]
 
     def _spawn_node(self, index: int, attempt: int = 1) -> tuple[int, subprocess.Popen, str, str]:
-        assert self.temp_dir is not None
-        node_dir = os.path.join(
-            self.temp_dir, f"n{index}" + ("" if attempt == 1 else f"_{attempt}")
-        )
+        node_dir = f"{self.temp_dir}/n{index}" + (f"_{attempt}" if attempt > 1 else "")
         os.makedirs(node_dir)
         cmd = self._node_command(index, node_dir)
         if self.verbose:
