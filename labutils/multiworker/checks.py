@@ -1,16 +1,13 @@
-"""Autoverificações do exercício da lição 07: ``✅ ...`` quando está certo; senão
-:class:`CheckFailed` (o que está errado e como corrigir) ou, num TODO por fazer (``checks.todo``
-ou ``...``), :class:`TodoNotDone`. O Jupyter mostra só a mensagem, sem traceback.
-
-Uma seção por TODO, na ordem do notebook. Cada verificação julga o que o código **faz** (os
-exemplos que cada worker vê, a perda num lote conhecido, o que cada processo reportou, os
-checkpoints gravados), não como foi escrito; se o erro está num TODO anterior, diz qual
-consertar primeiro. As ``judge_*`` julgam pelo que ficou no disco (``tools/grade.py``).
+"""Autoverificações do exercício da lição 07, uma seção por TODO: ``✅ ...`` se está certo; senão
+:class:`CheckFailed` (o que está errado e como corrigir) ou, num TODO por fazer,
+:class:`TodoNotDone`. Julgam o que o código **faz**, não como foi escrito; as ``judge_*``, pelo
+que ficou no disco (``tools/grade.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -25,7 +22,6 @@ from labutils import config as lab_config
 from labutils import system
 from labutils.multiworker import (
     LEGACY_KERAS_ENV,
-    WORKER_FILE,
     checkpoint_epoch,
     read_workers,
     strategy_name,
@@ -76,17 +72,13 @@ def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     except (TodoNotDone, CheckFailed):
         raise
     except Exception as err:
-        raise CheckFailed(f"{what} falhou: {type(err).__name__}: {_short(err)}") from None
-
-
-def _short(err: BaseException, limit: int = 400) -> str:
-    text = " ".join(str(err).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+        text = " ".join(str(err).split())
+        text = text if len(text) <= 400 else text[:400] + "…"
+        raise CheckFailed(f"{what} falhou: {type(err).__name__}: {text}") from None
 
 
 def _first(number: int, check: Any, *args: Any) -> None:
-    """Roda em silêncio a verificação do TODO ``number`` (de que esta depende): se ela não passa,
-    a mensagem diz para consertar aquele TODO primeiro, em vez de um erro mais adiante."""
+    """A verificação do TODO ``number``, em silêncio: se falha, diz para consertá-lo primeiro."""
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             check(*args)
@@ -118,9 +110,8 @@ def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
 
 
 def pending_todo(fn: Any) -> str | None:
-    """A mensagem do 1º ``checks.todo(...)`` ainda presente em ``fn`` ou nas funções do mesmo
-    módulo que ela chama (lendo o código, sem executá-lo). Avisa ANTES de iniciar os workers:
-    dentro deles, o erro se repetiria a cada nova tentativa do Ray Train."""
+    """A mensagem do 1º ``checks.todo(...)`` em ``fn`` ou nas funções do módulo que ela chama,
+    lida do código: avisa antes dos workers, onde o Ray Train o repetiria a cada tentativa."""
     seen: set[int] = set()
     stack = [fn]
     while stack:
@@ -161,9 +152,8 @@ def _numbered(start: int, count: int) -> Any:
 
 
 def _as_the_strategy_sees_it(dataset: Any, num_workers: int, index: int, global_batch: int) -> Any:
-    """O que a ``MultiWorkerMirroredStrategy`` faz com o dataset de um worker: com
-    ``AutoShardPolicy.OFF``, nada; com outra política, nestes dados em memória, fatia por
-    elementos (``DATA``): cada lote global em ``num_workers`` pedaços, um para cada worker."""
+    """O que a estratégia faz com o dataset de um worker: com ``AutoShardPolicy.OFF``, nada; senão
+    (dados em memória: ``DATA``) cada lote global em ``num_workers`` pedaços, um por worker."""
     import tensorflow as tf
 
     policy = dataset.options().experimental_distribute.auto_shard_policy
@@ -196,9 +186,8 @@ def _compare(seen: list[list[int]], expected: range, what: str, num_workers: int
 
 
 def check_worker_datasets(worker_datasets: Any) -> None:
-    """Confere ``worker_datasets(train, val, *, global_batch, num_workers, worker_index)`` com 2 e
-    3 workers e exemplos numerados: como a estratégia os veria, numa época os workers veem fatias
-    disjuntas que cobrem o treino (e a validação) uma vez, em lotes do tamanho GLOBAL."""
+    """Confere ``worker_datasets`` com 2 e 3 workers e exemplos numerados: como a estratégia os
+    veria, fatias disjuntas que cobrem treino e validação uma vez por época, em lotes GLOBAIS."""
     unfinished(worker_datasets, "worker_datasets")
     if not callable(worker_datasets):
         raise CheckFailed(f"worker_datasets deve ser uma função, recebi {worker_datasets!r}.")
@@ -256,10 +245,8 @@ _SURE = 0.9
 
 
 def check_build_model(build_model: Any, num_classes: int = 100) -> None:
-    """Confere ``build_model(strategy, num_classes)`` pelo que o modelo faz: nasceu no escopo da
-    estratégia recebida, está compilado, a perda compilada dá o valor certo num lote conhecido
-    (probabilidades se a saída é softmax, logits se é linear) e a métrica ``accuracy`` mede a
-    acurácia. Qualquer forma de compilar da documentação do Keras passa (textos ou objetos)."""
+    """Confere ``build_model(strategy, num_classes)`` pelo que o modelo faz: no escopo da
+    estratégia, compilado, a perda certa num lote conhecido e a métrica ``accuracy``."""
     import numpy as np
     import tensorflow as tf
 
@@ -275,14 +262,12 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
         )
     if model.distribute_strategy is not strategy:
         raise CheckFailed(
-            "O modelo foi criado FORA do escopo da estratégia recebida "
-            "(model.distribute_strategy não é ela): as variáveis não seriam espelhadas e cada "
-            "worker treinaria sozinho. Crie e compile o modelo dentro de `with strategy.scope():`."
+            "O modelo foi criado FORA do escopo da estratégia recebida: cada worker treinaria "
+            "sozinho. Crie e compile o modelo dentro de `with strategy.scope():`."
         )
     if getattr(model, "optimizer", None) is None or getattr(model, "loss", None) is None:
         raise CheckFailed(
-            "O modelo não foi compilado: chame model.compile(...) dentro de strategy.scope() "
-            "(o otimizador também cria variáveis que precisam ser espelhadas)."
+            "O modelo não foi compilado: chame model.compile(...) dentro de strategy.scope()."
         )
     rows = 8
     x = np.random.default_rng(0).random((rows, 32, 32, 3), dtype=np.float32)
@@ -303,17 +288,13 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     )
     expected = -float(np.log(_SURE))
     if abs(loss - expected) > 1e-3:
-        if gives_probabilities:
-            why = (
-                "A última camada já devolve probabilidades (softmax): a perda deve tratá-las como "
-                "probabilidades, from_logits=False (o padrão); com from_logits=True ela aplica a "
-                "softmax de novo."
-            )
-        else:
-            why = (
-                "A última camada devolve logits (sem softmax): use a perda com from_logits=True, "
-                "ou ponha a softmax na saída."
-            )
+        why = (
+            "A última camada já devolve probabilidades (softmax): use from_logits=False (o "
+            "padrão); com from_logits=True a perda aplica a softmax de novo."
+            if gives_probabilities
+            else "A última camada devolve logits (sem softmax): use a perda com from_logits=True, "
+            "ou ponha a softmax na saída."
+        )
         raise CheckFailed(
             f"A perda compilada dá {loss:.3f} num lote em que a classe certa tem probabilidade "
             f"{_SURE:g}; a entropia cruzada dá -log({_SURE:g}) = {expected:.3f}. {why}"
@@ -324,21 +305,16 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     )
     right = float(np.mean(out.argmax(axis=1) == y))
     if "accuracy" not in scores or abs(float(scores["accuracy"]) - right) > 1e-6:
-        raise CheckFailed(
-            f"O modelo compilado mede {sorted(scores)}: inclua a métrica 'accuracy' "
-            "(metrics=['accuracy']), que a função de treino reporta e as curvas mostram."
-        )
+        raise CheckFailed(f"O modelo compilado mede {sorted(scores)}: inclua metrics=['accuracy'].")
     ok(
         "modelo criado e compilado dentro de strategy.scope(), perda e acurácia com os valores certos"
     )
 
 
 # ---------------------------------------------------------------- TODO 3: a função de treino
-# A função do aluno roda em 2 processos locais, cada um com o seu ``TF_CONFIG`` (o que o Ray Train
-# faria), com um CIFAR-100 pequeno cujas imagens trazem o número do exemplo nos pixels e **um
-# passo** por ``fit``. Em cada processo, :func:`_observe` troca ``ray.train.report``/
-# ``get_context``/``get_checkpoint`` e o ``fit`` por versões que anotam o que receberam; o driver
-# compara as anotações dos dois (:func:`_verdict`).
+# A função do aluno roda em 2 processos locais com o seu ``TF_CONFIG`` (como no Ray Train), num
+# CIFAR-100 pequeno numerado nos pixels, um passo por ``fit``; :func:`_observe` anota o que ela
+# passa ao ``ray.train`` e ao ``fit``, e :func:`_verdict` compara as anotações.
 
 #: exemplos do CIFAR de mentira (10% viram a validação) e limite de tempo da verificação
 _EXAMPLES, _TIMEOUT_S = 300, 240.0
@@ -364,8 +340,8 @@ def _weights_digest(model: Any) -> list[float]:
 
 
 def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: float = 60) -> None:
-    """O ``ray.train.report`` é uma barreira: espera os outros workers chegarem ao mesmo report
-    (ou terminarem a função sem chegar: aí o veredito conta os reports e explica)."""
+    """O ``ray.train.report`` é uma barreira: espera os outros workers chegarem a ele (ou
+    terminarem sem chegar: o veredito explica)."""
     (shared / f"{name}.rank{rank}").touch()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -454,9 +430,8 @@ def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, An
     return seen
 
 
-# Os processos, como o Ray Train os abriria: a função vai por cloudpickle, cada processo recebe o
-# seu ``TF_CONFIG`` e roda ``python -c _WORKER_MAIN PASTA ÍNDICE``. Sem GPU: a verificação confere
-# a lógica num passo, e dois TensorFlow disputariam a memória da mesma GPU.
+# Os processos, como o Ray Train os abriria: a função por cloudpickle e um ``TF_CONFIG`` em cada.
+# Sem GPU: a verificação confere a lógica, e dois TensorFlow disputariam a mesma GPU.
 _WORKER_MAIN = (
     "import sys; from labutils.multiworker.checks import _run_job; "
     "sys.exit(_run_job(*sys.argv[1:3]))"
@@ -464,9 +439,9 @@ _WORKER_MAIN = (
 
 
 def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float) -> list[dict]:
-    """``fn(config)`` em ``num_workers`` processos locais; por worker, ``tf_config``, ``value``
-    (o retorno) e ``error`` (o traceback). Se um falha, os outros são encerrados na hora (o par
-    esperaria para sempre); depois de ``timeout_s``, todos, e sobe ``TimeoutError``."""
+    """``fn(config)`` em ``num_workers`` processos; por worker, ``tf_config``, ``value`` e
+    ``error`` (o traceback). Um que falha encerra os outros (o par esperaria para sempre);
+    passado ``timeout_s``, ``TimeoutError``."""
     from ray import cloudpickle  # o mesmo serializador que o Ray usa
 
     # um TF_CONFIG por worker: a mesma lista de endereços, um índice diferente em cada
@@ -509,8 +484,8 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
 
 
 def _run_job(workdir: str, index: str) -> int:
-    """Um worker: roda a função de ``PASTA/job.pkl`` e grava o retorno em
-    ``PASTA/result_ÍNDICE.pkl`` (ou o traceback em ``PASTA/error_ÍNDICE.txt``, e sai com 1)."""
+    """Um worker: a função de ``job.pkl``; o retorno em ``result_<i>.pkl`` ou o traceback em
+    ``error_<i>.txt`` (e sai com 1)."""
     from ray import cloudpickle
 
     fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
@@ -527,25 +502,21 @@ def _run_job(workdir: str, index: str) -> int:
 
 def _run(fn: Any, config: dict[str, Any], num_workers: int, shared: Path) -> list[dict[str, Any]]:
     """:func:`_observe` em ``num_workers`` processos; os erros deles viram mensagens."""
-
-    def observed(cfg: dict[str, Any]) -> dict[str, Any]:
-        return _observe(fn, cfg, shared)
-
     try:
-        runs = _launch(observed, config, num_workers, _TIMEOUT_S)
+        runs = _launch(
+            functools.partial(_observe, fn, shared_root=shared), config, num_workers, _TIMEOUT_S
+        )
     except TimeoutError:
         raise CheckFailed(
-            f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): um deles "
-            "espera o outro numa operação coletiva. Todos os workers devem fazer a mesma "
-            "sequência: criar a estratégia, model.fit, model.save, ray.train.report."
+            f"Os {num_workers} workers travaram (mais de {_TIMEOUT_S:g} s num passo): todos devem "
+            "fazer a mesma sequência (estratégia, model.fit, model.save, ray.train.report)."
         ) from None
     for run in runs:
         error = run["error"]
         if error and _STARTUP in error:
             raise CheckFailed(
                 "A MultiWorkerMirroredStrategy não foi a primeira operação do TensorFlow do "
-                'worker ("Collective ops must be configured at program startup"): crie-a na '
-                "1ª linha da função, antes de carregar os dados ou criar qualquer tensor."
+                "worker: crie-a na 1ª linha da função, antes dos dados e de qualquer tensor."
             )
         if error:
             lines = error.strip().splitlines()
@@ -563,22 +534,19 @@ def _check_worker(rank, strategy, replicas, batch, num_workers: int, global_batc
     """A estratégia do MODELO de um worker, as réplicas em sincronia e o lote (TODOs 3 e 4)."""
     if str(strategy).startswith("padrão"):
         raise CheckFailed(
-            f"O modelo do worker {rank} foi criado FORA de strategy.scope() (a estratégia padrão):"
-            " cada worker treina sozinho, sem somar gradientes. Crie e compile o modelo dentro de "
-            "`with strategy.scope():` (o build_model do TODO 2)."
+            f"O modelo do worker {rank} foi criado FORA de strategy.scope(): cada worker treina "
+            "sozinho. Crie e compile o modelo dentro do escopo (o build_model do TODO 2)."
         )
     if strategy != MWMS or replicas != num_workers:
         raise CheckFailed(
-            f"O modelo do worker {rank} usa {strategy} com {replicas} réplica(s) em sincronia; "
-            f"esperado {MWMS} com {num_workers} (uma por worker), criada no início da função de "
-            "treino: só ela soma os gradientes entre processos (com menos réplicas, ela não viu "
-            "o cluster todo: TF_CONFIG?)."
+            f"O modelo do worker {rank} usa {strategy} com {replicas} réplica(s); esperado {MWMS} "
+            f"com {num_workers} (uma por worker), criada no início da função de treino: só ela "
+            "soma os gradientes entre processos."
         )
     if batch != global_batch:
         raise CheckFailed(
             f"O worker {rank} usou lote global {batch}, esperado o lote GLOBAL, {global_batch} "
-            f"(lote por worker × {num_workers} workers): a estratégia divide cada lote global "
-            "entre os workers."
+            f"(lote por worker × {num_workers} workers)."
         )
 
 
@@ -668,10 +636,8 @@ def _resume_verdict(before: list[dict[str, Any]], seen: list[dict[str, Any]], ep
 
 
 def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
-    """Roda ``fn(config)`` em ``num_workers`` processos: uma época de um passo, do zero, com
-    ``config["batch_per_worker"]`` por worker; depois, em novos processos, a retomada com o
-    checkpoint dessa época (2 épocas ao todo). Falha no primeiro erro encontrado. Antes, confere
-    os TODOs 1 e 2 (``worker_datasets`` e ``build_model`` do notebook), se a função os usa."""
+    """``fn(config)`` em ``num_workers`` processos: uma época de um passo, do zero; depois a
+    retomada do checkpoint dela. Antes, os TODOs 1 e 2, se a função os usa."""
     unfinished(fn, "train_loop_per_worker")
     if not callable(fn):
         raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
@@ -728,13 +694,10 @@ def run_facts(trainer: Any, result: Any) -> dict[str, Any]:
 def _checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """``(época, pasta)`` de cada checkpoint guardado da execução, em ordem de época."""
     found = []
-    for folder in sorted(run_dir.glob("checkpoint_*")):
-        if folder.is_dir() and (folder / WORKER_FILE.format(rank=0)).exists():
-            try:
-                found.append((checkpoint_epoch(folder), folder))
-            except ValueError:
-                continue
-    return sorted(found, key=lambda pair: pair[0])
+    for folder in run_dir.glob("checkpoint_*"):
+        with contextlib.suppress(ValueError):  # sem worker_0.json ou sem a época
+            found.append((checkpoint_epoch(folder), folder))
+    return sorted(found)
 
 
 def judge_run(
@@ -746,13 +709,13 @@ def judge_run(
     batch_per_worker: int,
     epochs: int,
 ) -> Path:
-    """Julga o treino pelo que ficou no disco (a pasta da execução dentro de ``storage``) e por
-    ``facts`` (:func:`run_facts`); devolve o checkpoint da última época."""
+    """Julga o treino por ``facts`` (:func:`run_facts`) e pela pasta da execução em ``storage``;
+    devolve o checkpoint da última época."""
     if not facts.get("has_checkpoint") or facts.get("metrics") is None:
         raise CheckFailed(
             "O treino não devolveu checkpoint nem métricas: chame ray.train.report(métricas, "
             "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a cada "
-            "época (no Ray Train V2 as métricas só ficam quando vêm com um checkpoint)."
+            "época (sem checkpoint, o Ray Train V2 não guarda as métricas)."
         )
     if not {"loss", "accuracy"} <= set(facts["metrics"]):
         raise CheckFailed(
@@ -775,17 +738,15 @@ def judge_run(
     if root not in run_dir.parents:
         raise CheckFailed(
             f"Os checkpoints foram para {facts['path']}, fora de {storage}: passe "
-            "storage_path=lab_config.train_storage() no RunConfig (num cluster, a pasta que "
-            "todos os nós veem)."
+            "storage_path=lab_config.train_storage() no RunConfig."
         )
     kept = _checkpoints(run_dir)
     got = [epoch for epoch, _ in kept]
     if sorted(set(got)) != list(range(1, epochs + 1)):
         raise CheckFailed(
             f"A execução {run_dir.name} guardou checkpoints das épocas {got}, esperado um por "
-            f"época, 1 a {epochs}. Guarde todos (CheckpointConfig(num_to_keep=None), o padrão: "
-            "as curvas vêm deles) e dê um nome novo a cada execução (ou nenhum: o Ray Train cria "
-            "um), senão o Ray Train V2 retoma a execução anterior de mesmo nome."
+            f"época, 1 a {epochs}: guarde todos (num_to_keep=None, o padrão) e dê a cada "
+            "execução um nome novo (ou nenhum), senão o Ray Train retoma a anterior."
         )
     last = kept[-1][1]
     workers = read_workers(last)
@@ -848,8 +809,7 @@ def check_accuracy(accuracy: Any, *, num_classes: int = 100, is_mock: bool = Fal
     if not accuracy > chance:
         raise CheckFailed(
             f"Acurácia de teste {accuracy:.3f} não supera o acaso ({chance:.3f}): confira a "
-            "normalização das imagens, a função de perda (from_logits coerente com a saída) e se o "
-            "modelo restaurado é o do último checkpoint."
+            "normalização, a perda (from_logits) e se o modelo é o do último checkpoint."
         )
     ok(f"acurácia de teste {accuracy:.3f} > acaso ({chance:.3f})")
 
@@ -875,8 +835,8 @@ ACCURACY_TOLERANCE = 0.02
 
 
 def judge_accuracy(reported: Any, checkpoint_dir: str | os.PathLike, batch: int) -> float:
-    """A acurácia do ``model.keras`` de ``checkpoint_dir`` no teste, medida aqui; a informada
-    pelo aluno (``reported``) tem de ser ela (é o modelo do último checkpoint?). Devolve a medida."""
+    """Mede a acurácia no teste do ``model.keras`` de ``checkpoint_dir``; a informada
+    (``reported``) tem de ser ela (é o modelo do último checkpoint?)."""
     import tensorflow as tf
 
     from labutils.data import load_cifar100
