@@ -1,7 +1,6 @@
-"""Configuração do laboratório, o único módulo que lê variáveis de ambiente: a escala
-(``LABUTILS_SCALE``: ``full``, a da aula, ou ``smoke``, a do CI) e seus tamanhos (:data:`_SIZES`),
-as pastas, os padrões do Ray e o ensaio (``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do
-tamanho real na escala ``full``).
+"""Configuração do laboratório, o único módulo que lê o ambiente: a escala (``LABUTILS_SCALE``:
+``full``, a da aula, ou ``smoke``, a do CI) e seus tamanhos, as pastas, os padrões do Ray e o
+ensaio (``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do tamanho real).
 """
 
 from __future__ import annotations
@@ -41,10 +40,9 @@ class Sizes:
     asha_trees: int
     asha_step: int
     optuna_trials: int  # lição 03, seção opcional
-    #: lição 06: imagens do fluxo, lote de cada chamada ao modelo, lotes da varredura, atores
-    #: (``None``: quantos couberem nas CPUs livres), épocas do treino rápido sem o modelo da
-    #: lição 05, lotes do degrau que recarrega o modelo a cada lote e, na seção opcional,
-    #: fluxos menores medidos do início ao fim (a partir de que tamanho o Ray Data compensa)
+    #: lição 06: imagens do fluxo, lote do modelo, lotes da varredura, atores (``None``: quantos
+    #: couberem), épocas do treino rápido, lotes do degrau que recarrega o modelo e os fluxos
+    #: menores da seção opcional
     inference_images: int
     inference_batch: int
     inference_batch_sweep: tuple[int, ...]
@@ -130,8 +128,8 @@ def results_dir() -> Path:
 
 
 def train_storage() -> str:
-    """Onde o Ray Train guarda checkpoints: ``LABUTILS_TRAIN_STORAGE`` ou ``results/ray_train``.
-    Num cluster de várias máquinas, uma pasta que todos os nós veem (NFS) ou ``s3://...``."""
+    """Onde o Ray Train guarda checkpoints: ``LABUTILS_TRAIN_STORAGE`` (num cluster, uma pasta
+    que todos os nós veem, ou ``s3://...``) ou ``results/ray_train``."""
     if value := env(TRAIN_STORAGE_ENV):
         return value
     path = results_dir() / "ray_train"
@@ -141,26 +139,24 @@ def train_storage() -> str:
 
 # ---------------------------------------------------------------- Ray
 
-#: o modo de autenticação do Ray em todos os processos (nó principal, workers, driver): o mesmo
-#: em todos, senão um recusa o outro
+#: o modo de autenticação do Ray, o mesmo em todos os processos (senão um recusa o outro)
 RAY_AUTH_MODE_DEFAULT = "token"
-#: No Ray 2.60 (ray-project/ray#62492), uma tarefa ou ator sem ``num_gpus`` vê todas as GPUs da
-#: máquina: o TensorFlow dele tomaria a memória da GPU que o escalonador deu a outro. Com ``1``,
-#: o Ray volta a lhe dar ``CUDA_VISIBLE_DEVICES=""``: só usa GPU quem a pediu.
+#: No Ray 2.60 (ray-project/ray#62492), uma tarefa sem ``num_gpus`` vê todas as GPUs e o seu
+#: TensorFlow tomaria a memória da de outro; com ``1``, só usa GPU quem a pediu.
 HIDE_GPUS_ENV = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
 WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL", HIDE_GPUS_ENV)
 
 
 def auth_disabled_warning() -> str | None:
-    """Aviso em português se a autenticação do Ray foi desligada neste ambiente."""
-    if (env("RAY_AUTH_MODE") or "").lower() != "disabled":
-        return None
-    return (
-        "RAY_AUTH_MODE=disabled: a autenticação por token do Ray está DESLIGADA. Qualquer "
-        "máquina que alcance as portas do cluster pode rodar código nele. Use só numa máquina "
-        "isolada; para ligar de novo: `unset RAY_AUTH_MODE` ou `export RAY_AUTH_MODE=token`."
-    )
+    """O aviso, se a autenticação do Ray foi desligada neste ambiente."""
+    if (env("RAY_AUTH_MODE") or "").lower() == "disabled":
+        return (
+            "RAY_AUTH_MODE=disabled: a autenticação por token do Ray está DESLIGADA e qualquer "
+            "máquina que alcance as portas do cluster pode rodar código nele. Use só numa "
+            "máquina isolada; para ligar: `export RAY_AUTH_MODE=token`."
+        )
+    return None
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -176,15 +172,14 @@ def tf_config() -> dict:
 
 
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Ambiente para um processo do Ray (``ray start``...): o atual, com o modo de autenticação
-    padrão e sem estatísticas de uso."""
+    """Ambiente de um ``ray start``: o atual, com a autenticação padrão e sem estatísticas."""
     auth = env("RAY_AUTH_MODE") or RAY_AUTH_MODE_DEFAULT
     return {"RAY_USAGE_STATS_ENABLED": "0", **os.environ, "RAY_AUTH_MODE": auth, **(extra or {})}
 
 
 def token_source() -> tuple[str, Path | None]:
-    """De onde o Ray lê o token, na ordem dele: ``("env", None)`` para ``RAY_AUTH_TOKEN``;
-    senão ``("path", arquivo)`` de ``RAY_AUTH_TOKEN_PATH`` ou ``~/.ray/auth_token``."""
+    """De onde o Ray lê o token, na ordem dele: ``("env", None)``, ``("path_env", arquivo de
+    RAY_AUTH_TOKEN_PATH)`` ou ``("path", ~/.ray/auth_token)``."""
     if env("RAY_AUTH_TOKEN"):
         return "env", None
     if path_env := env("RAY_AUTH_TOKEN_PATH"):
@@ -199,17 +194,16 @@ def forwarded_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def set_default_env() -> None:
-    """Padrões do processo (um valor já definido é respeitado): token ligado, GPU só para quem a
-    pede no Ray e TF quieto. O Ray lê ``RAY_AUTH_MODE`` ao ser importado: com o ``ray`` já
-    importado sem ela, defini-la agora faria o driver e seus processos se recusarem; só avisa."""
+    """Padrões do processo, sem mudar o já definido: token ligado, GPU só para quem a pede, TF
+    quieto. Com o ``ray`` já importado sem ``RAY_AUTH_MODE``, defini-la agora faria o driver e
+    seus processos se recusarem: só avisa."""
     import sys
     import warnings
 
     if "RAY_AUTH_MODE" not in os.environ and "ray" in sys.modules:
         warnings.warn(
-            "O `ray` foi importado antes do `labutils`: a autenticação por token do Ray fica "
-            "DESLIGADA neste processo. Para ligá-la, reinicie o kernel e importe `labutils` "
-            "antes do `ray` (ou exporte RAY_AUTH_MODE=token antes de abrir o Jupyter).",
+            "O `ray` foi importado antes do `labutils`: a autenticação por token fica DESLIGADA "
+            "neste processo. Reinicie o kernel e importe `labutils` antes do `ray`.",
             stacklevel=2,
         )
     else:

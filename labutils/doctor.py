@@ -1,6 +1,5 @@
-"""Diagnóstico do ambiente (``python -m labutils.doctor --help``): responde antes da aula "por
-que não funciona na minha máquina?" e estima os minutos de cada lição aqui. Cada verificação
-devolve linhas :class:`Row`; as versões esperadas vêm só de ``pyproject.toml``; nada trava.
+"""Diagnóstico do ambiente (``python -m labutils.doctor --help``): "por que não funciona na minha
+máquina?" antes da aula, e os minutos de cada lição aqui. As versões vêm de ``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def guard(item: str, check: Callable[[], Row | list[Row]]) -> list[Row]:
 
 
 def project_spec() -> tuple[SpecifierSet, list[Requirement]]:
-    """``requires-python`` e os pinos (com o extra ``test``) do ``pyproject.toml``."""
+    """``requires-python`` e os pinos (com o extra ``test``)."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = project["dependencies"] + project["optional-dependencies"]["test"]
     return SpecifierSet(project["requires-python"]), [Requirement(x) for x in lines]
@@ -130,9 +129,8 @@ def check_package(req: Requirement) -> Row:
 
 TF_TIMEOUT_S = 180.0
 
-# Roda num processo separado: dividir a CPU em dispositivos lógicos só funciona antes de o
-# TensorFlow iniciar seus dispositivos, e o kernel do notebook não deve ficar "gasto".
-# Não importa o labutils: se algo falta no ambiente, que o erro seja o do TensorFlow.
+# Num processo à parte: dividir a CPU só funciona antes de o TF iniciar os dispositivos, e o
+# kernel do notebook não fica "gasto". Sem o labutils: se algo falta, o erro é o do TensorFlow.
 _TF_PROBE = r"""
 import json, os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -164,7 +162,7 @@ def _run_probe(code: str, *args: str, timeout: float, late: str, failed: str) ->
 
 
 def tf_probe(timeout: float = TF_TIMEOUT_S) -> dict:
-    """Importa o TensorFlow num subprocesso e devolve o que ele viu."""
+    """O que o TensorFlow vê, importado num subprocesso."""
     late = f"o TensorFlow não carregou em {timeout:g} s"
     return _run_probe(_TF_PROBE, timeout=timeout, late=late, failed="import tensorflow falhou")
 
@@ -200,9 +198,7 @@ def check_tensorflow(probe: dict, gpu_on_machine: bool | None = None) -> Row:
 def check_tf_keras(probe: dict) -> Row:
     item = "tf-keras (exercício multi-worker)"
     if "error" in probe:
-        return Row(
-            FAIL, item, "não testado: o TensorFlow não carregou", "Resolva a linha do TensorFlow."
-        )
+        return Row(FAIL, item, "não testado: o TensorFlow não carregou", "Veja o TensorFlow.")
     if "tf_keras_error" in probe:
         return Row(
             FAIL, item, probe["tf_keras_error"], f"{INSTALL_HINT} (ou `{pip_install('tf-keras')}`)."
@@ -218,8 +214,7 @@ def check_tf_keras(probe: dict) -> Row:
     return Row(OK, item, f"{probe['tf_keras']} (ativado com TF_USE_LEGACY_KERAS=1)")
 
 
-# ---------------------------------------------------------------- Ray
-# Os extras do pino (``ray[default]``...) estão na linha do pacote ``ray``; aqui, só o import.
+# ---------------------------------------------------------------- Ray (os extras: check_package)
 
 RAY_PORTS = {"nó principal do Ray": 6379, "painel do Ray": 8265}
 
@@ -243,10 +238,8 @@ def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
     rows = []
     for what, port in (ports or RAY_PORTS).items():
         remedy = (
-            f"Veja quem usa: `ss -ltnp | grep :{port}`. Se for um Ray seu, `ray status` e "
-            "`ray stop`; senão inicie o nó principal em outra porta "
-            "(`ray start --head --port=6380 --dashboard-port=8266`). "
-            "O ray.init() dos notebooks escolhe outra porta do painel sozinho."
+            f"Veja quem usa: `ss -ltnp | grep :{port}`; se for um Ray seu, `ray stop`, senão use "
+            "outra porta (`ray start --head --port=6380 --dashboard-port=8266`)."
         )
         item, busy = f"porta {port}: {what}", "ocupada (talvez um Ray que ficou rodando)"
         ok = not system.port_in_use(port)
@@ -286,7 +279,7 @@ def check_scale() -> Row:
 
 
 def check_datasets(reachable: dict[str, bool] | None = None) -> list[Row]:
-    """Dados em ``data/``. ``reachable``: nome → servidor acessível (``None`` = não testado)."""
+    """Dados em ``data/``; ``reachable``: nome → servidor acessível (``None``: não testado)."""
     try:
         smoke = config.current_scale() == "smoke"
     except ValueError:  # a escala inválida tem a sua própria linha (check_scale)
@@ -381,10 +374,9 @@ def as_table(rows: Iterable[Row]):
 
 
 # ---------------------------------------------------------------- o tempo das lições
-# O ensaio (``make rehearsal``) gravou em ``docs/ensaio/ensaio.json`` os minutos de cada lição
-# na escala ``full`` e a **sonda** (imagens/s da rede da lição 05) numa máquina de referência; a
-# mesma sonda aqui dá a razão entre as máquinas. Se a sonda rodou numa GPU, as lições que não a
-# usam (o ``gpu`` de cada uma no ensaio) vão pela razão entre as CPUs. Uma estimativa grosseira.
+# O ensaio (``make rehearsal``) gravou os minutos de cada lição na escala ``full`` e a **sonda**
+# (imagens/s da rede da lição 05) numa máquina de referência; a sonda aqui dá a razão entre as
+# máquinas (a das CPUs, para lições sem GPU se a sonda usou uma). Uma estimativa grosseira.
 
 REHEARSAL_JSON = REPO_ROOT / "docs" / "ensaio" / "ensaio.json"
 SPEED_PROBE_TIMEOUT_S = 180.0
@@ -422,8 +414,7 @@ def speed_probe(seconds: float = 4.0, timeout: float = SPEED_PROBE_TIMEOUT_S) ->
 
 
 def estimate_minutes(reference: dict, probe: dict, cpus: int) -> dict[str, tuple[float, float]]:
-    """``{notebook: (minutos do caminho principal, minutos das opcionais)}`` nesta máquina,
-    com a sonda ``probe`` e ``cpus`` CPUs lógicas aqui."""
+    """``{notebook: (minutos do caminho principal, das opcionais)}`` aqui (``probe``, ``cpus``)."""
     tf_ratio = reference["probe"]["images_per_s"] / probe["images_per_s"]
     cpu_ratio = tf_ratio
     if probe.get("device", "nenhuma") != "nenhuma":  # a sonda mediu a GPU, não as CPUs
@@ -488,13 +479,14 @@ def run_checks(*, offline: bool = False) -> list[Row]:
     rows += guard("Ray: autenticação", check_auth)
     rows += guard("portas", check_ports)
     rows += guard("escala", check_scale)
-    host_rows: list[Row] = []
     reachable: dict[str, bool] | None = None
-    if not offline:
-        try:
-            host_rows, reachable = check_hosts()
-        except Exception as err:  # o diagnóstico deve sempre terminar
-            host_rows = [Row(FAIL, "rede", f"a verificação falhou: {type(err).__name__}: {err}")]
+
+    def hosts() -> list[Row]:
+        nonlocal reachable
+        host_rows, reachable = check_hosts()
+        return host_rows
+
+    host_rows = [] if offline else guard("rede", hosts)
     return rows + guard("dados", lambda: check_datasets(reachable)) + host_rows
 
 

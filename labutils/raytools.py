@@ -21,12 +21,9 @@ def init_ray(
     runtime_env: dict[str, Any] | None = None,
     dashboard: bool = True,
 ) -> Any:
-    """Inicia (ou reaproveita) a sessão Ray deste processo, sem os logs dos workers, e devolve
-    seu contexto. ``address``: ``IP:PORTA`` de um cluster; sem ele, ``RAY_ADDRESS`` e, na falta
-    dela, um Ray local (o único caso em que ``num_cpus`` vale). ``runtime_env`` é mesclado com
-    :func:`labutils.config.forwarded_env`. Com um endereço, confere antes, em segundos, que o nó
-    principal atende e que aceita o token desta máquina.
-    """
+    """Inicia (ou reaproveita) a sessão Ray deste processo, sem os logs dos workers: o cluster
+    em ``address`` ou ``RAY_ADDRESS`` (conferido antes, em segundos: atende e aceita o token),
+    senão um Ray local de ``num_cpus``; ``runtime_env`` leva o :func:`config.forwarded_env`."""
     address = address or env("RAY_ADDRESS")
     if address and num_cpus is not None:
         raise ValueError(
@@ -59,26 +56,24 @@ def init_ray(
         return ray.init(**kwargs, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as err:
         raise ConnectionError(
-            f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. "
-            "Confira se o nó principal está no ar (`ray status`), o endereço IP:PORTA e, com "
-            "autenticação por token, se RAY_AUTH_MODE=token e o token (~/.ray/auth_token) "
-            "são os mesmos do nó principal."
+            f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. Confira se o nó "
+            "principal está no ar (`ray status`), o IP:PORTA e se RAY_AUTH_MODE e o token "
+            "(~/.ray/auth_token) são os do nó principal."
         ) from err
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """``ConnectionError`` em português se ninguém atende em ``address`` em ``timeout`` s (o
-    ``ray.init`` e o ``ray start`` tentariam por muito tempo). Sem porta: fica para o Ray."""
+    """``ConnectionError`` se ninguém atende em ``address`` em ``timeout`` s (o Ray tentaria por
+    muito tempo); sem porta, fica para o Ray."""
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not port.isdigit():
         return
     err = system.reachable(host.strip("[]"), int(port), timeout=timeout)
     if err is not None:
         raise ConnectionError(
-            f"Ninguém atende no endereço do nó principal (head node) do cluster Ray {address!r} "
-            f"({getattr(err, 'strerror', None) or err}), após até {timeout:g} s. Confira se o "
-            "nó principal está no ar (`ray start --head` na máquina do instrutor), se o IP:PORTA "
-            "é o que ele imprimiu (ou o de RAY_ADDRESS) e se o firewall não bloqueia a porta."
+            f"Ninguém atende no endereço do nó principal do cluster Ray {address!r} "
+            f"({err.strerror or err}) em {timeout:g} s. Confira se ele está no ar (`ray start "
+            "--head` na máquina do instrutor), o IP:PORTA que ele imprimiu e o firewall."
         ) from err
 
 
@@ -89,9 +84,8 @@ def ray_executable() -> str:
 
 
 def check_token_accepted(address: str) -> None:
-    """``ConnectionError`` em ~1 s se o nó principal em ``address`` recusa o token desta máquina
-    (ou a falta dele). O ``ray start`` e o ``ray.init`` só desistem depois de ~20 s de
-    tentativas, com um traceback de dentro do Ray; o ``ray status --address`` recusa na hora."""
+    """``ConnectionError`` em ~1 s (pelo ``ray status``) se o nó principal em ``address`` recusa
+    o token desta máquina: o ``ray start`` e o ``ray.init`` levam ~20 s e dão um traceback."""
     cmd = [ray_executable(), "status", f"--address={address}"]
     probe = system.run(cmd, timeout=30, env=ray_env(), check=False)
     out = probe.stdout + probe.stderr
@@ -103,9 +97,8 @@ def check_token_accepted(address: str) -> None:
     else:
         source = str(path) if path.is_file() else f"nenhum: {path} não existe"
     raise ConnectionError(
-        f"O nó principal em {address} recusou o token desta máquina ({source}): ele não é o "
-        "do nó principal. Copie de novo o arquivo ~/.ray/auth_token da máquina do instrutor "
-        "(ou corrija RAY_AUTH_TOKEN) e tente de novo."
+        f"O nó principal em {address} recusou o token desta máquina ({source}): copie de novo o "
+        "~/.ray/auth_token da máquina do instrutor (ou corrija RAY_AUTH_TOKEN) e tente de novo."
     )
 
 
