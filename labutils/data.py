@@ -1,8 +1,6 @@
-"""Conjuntos de dados do laboratório, sempre pelos carregadores reais: California Housing
-(``fetch_california_housing``) e CIFAR-100 (``tfds.load``), em ``data/``. Na escala ``full``, os
-reais (baixados se houver internet); na ``smoke`` e no ensaio (``LABUTILS_SYNTHETIC_DATA=1``, no
-tamanho real), o mesmo caminho recebe dados locais, e a ``source`` diz isso: um arquivo
-SINTÉTICO no esquema do California Housing e o ``tfds.testing.mock_data`` (imagens aleatórias).
+"""Os dados do laboratório, sempre pelos carregadores reais (``fetch_california_housing`` e
+``tfds.load``), em ``data/``: os reais na escala ``full``; na ``smoke`` e no ensaio, dados locais
+(um California Housing SINTÉTICO, o ``tfds.testing.mock_data``), e a ``source`` diz isso.
 Antes de a sala ficar sem internet: ``python -m labutils.data download`` (ou ``status``).
 """
 
@@ -31,20 +29,14 @@ class DatasetUnavailableError(RuntimeError):
     """O conjunto de dados não está em ``data/`` e não pôde ser baixado."""
 
 
-def _missing_message(name: str, where: Path, host: str) -> str:
-    return (
-        f"O conjunto {name} não está em {where} e não foi possível baixá-lo "
-        f"(sem acesso a {host}).\n"
-        "Como resolver:\n"
-        "  1. numa máquina com internet, rode `make data` (ou `python -m labutils.data download`);\n"
-        f"  2. ou copie a pasta data/ já preparada para {data_dir()} (ou aponte {DATA_DIR_ENV} para ela);\n"
-        "  3. ou rode na escala de teste, que usa dados locais: LABUTILS_SCALE=smoke."
-    )
-
-
 def _fetch(name: str, where: Path, download: bool, fetch) -> None:
     """Baixa com ``fetch()``; sem rede (ou sem ``download``), o que falta, onde e como obter."""
-    message = _missing_message(name, where, HOSTS[name])
+    message = (
+        f"O conjunto {name} não está em {where} e não foi possível baixá-lo (sem acesso a "
+        f"{HOSTS[name]}). Numa máquina com internet rode `make data` e copie a pasta data/ para "
+        f"{data_dir()} (ou aponte {DATA_DIR_ENV} para ela); ou use LABUTILS_SCALE=smoke, que usa "
+        "dados locais."
+    )
     if not download or reachable(HOSTS[name], 443) is not None:
         raise DatasetUnavailableError(message)
     try:
@@ -61,9 +53,8 @@ def housing_home() -> Path:
 
 
 def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> Path:
-    """Gera um arquivo SINTÉTICO no formato do cache do scikit-learn (``cal_housing_py3.pkz``):
-    o esquema e faixas plausíveis do conjunto real, com um alvo (em US$ 100 mil) que depende das
-    variáveis, para que o modelo tenha o que aprender."""
+    """Um arquivo SINTÉTICO no formato do cache do scikit-learn: o esquema e faixas plausíveis do
+    real, com um alvo (em US$ 100 mil) que depende das variáveis (o modelo tem o que aprender)."""
     import joblib
     import numpy as np
 
@@ -99,13 +90,16 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
     ``smoke`` ou ensaio) e ``source`` (de onde vieram os dados)."""
     from sklearn.datasets import fetch_california_housing
 
+    def read(home: Path) -> Any:
+        return fetch_california_housing(data_home=str(home), download_if_missing=False)
+
     size = sizes(scale)
     if size.is_smoke or synthetic_data():
         rows = size.housing_examples or HOUSING_ROWS  # o ensaio: o tamanho real
         home = data_dir() / "fixtures" / f"california_housing_{rows}"
         if not (home / HOUSING_FILE).exists():
             make_housing_fixture(home, n_samples=rows)
-        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+        bunch = read(home)
         bunch.is_fixture = True
         bunch.source = (
             f"dados SINTÉTICOS ({len(bunch.target)} linhas) com o esquema do California Housing, "
@@ -117,14 +111,12 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
     cached = home / HOUSING_FILE
     if cached.exists():
         try:
-            bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+            bunch = read(home)
         except Exception as err:  # arquivo truncado: joblib/zlib/pickle levantam tipos variados
             if not download:
                 raise DatasetUnavailableError(
-                    f"O arquivo {cached} existe mas não pôde ser lido ({type(err).__name__}: "
-                    f"{err}); provavelmente um download interrompido. Apague-o e rode de novo:\n"
-                    f"  rm {cached}\n(com internet, ele é baixado outra vez; sem internet, "
-                    "copie um arquivo bom para lá)."
+                    f"O arquivo {cached} não pôde ser lido ({type(err).__name__}: {err}), "
+                    f"talvez um download interrompido. Apague-o e rode de novo:\n  rm {cached}"
                 ) from err
             print(f"Arquivo {cached} corrompido ({type(err).__name__}); baixando de novo.")
             cached.unlink()
@@ -132,7 +124,7 @@ def load_california_housing(scale: str | None = None, *, download: bool = True) 
         _fetch(
             "California Housing", home, download, lambda: fetch_california_housing(data_home=home)
         )
-        bunch = fetch_california_housing(data_home=str(home), download_if_missing=False)
+        bunch = read(home)
     bunch.is_fixture = False
     bunch.source = f"California Housing real ({home})"
     return bunch
@@ -156,11 +148,8 @@ class Cifar100:
 
 
 def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar100:
-    """CIFAR-100 pelo ``tfds.load("cifar100", split=["train", "test"], as_supervised=True)``.
-
-    Na escala ``smoke`` e no ensaio, dentro de ``tfds.testing.mock_data``: imagens ALEATÓRIAS.
-    Num worker do Ray, chame-a no próprio worker: o mock vale só no processo que o ativa.
-    """
+    """CIFAR-100 pelo ``tfds.load``; na escala ``smoke`` e no ensaio, imagens ALEATÓRIAS do
+    ``tfds.testing.mock_data``, que só vale no processo que o ativa (chame-a no worker)."""
     import tensorflow_datasets as tfds
     from absl import logging as absl_logging
 
@@ -194,7 +183,7 @@ def load_cifar100(scale: str | None = None, *, download: bool = True) -> Cifar10
 
 
 def datasets_present() -> dict[str, bool]:
-    """Quais conjuntos reais já estão na pasta de dados (os critérios dos carregadores acima)."""
+    """Quais conjuntos reais já estão na pasta de dados."""
     housing = (housing_home() / HOUSING_FILE).exists()
     cifar = any((data_dir() / "cifar100").glob("*/dataset_info.json"))
     return {"California Housing": housing, "CIFAR-100": cifar}
