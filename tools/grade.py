@@ -7,9 +7,10 @@ verificações de referência, fora do kernel do aluno::
    trabalho e de checkpoints (``LABUTILS_TRAIN_STORAGE``) só da correção, com limite de tempo; sem
    as células de verificação (o aluno pode tê-las editado), nem, sem ``--all-cells``, os exemplos
    e as seções opcionais. Uma célula da correção, no fim, anota o que o treino devolveu.
-2. **Os TODOs 1–3**, cada um num processo novo (:func:`judge`): as verificações de referência são
-   guardadas ANTES de qualquer código do aluno, e das células dele entram só os ``import``, as
-   definições e as constantes literais (:func:`answers_source`).
+2. **Os TODOs 1–3**, cada um num processo novo (:func:`judge`), enquanto o treino roda (eles
+   julgam só as respostas): as verificações de referência são guardadas ANTES de qualquer código
+   do aluno, e das células dele entram só os ``import``, as definições e as constantes literais
+   (:func:`answers_source`).
 3. **Os TODOs 4 e 5**, num processo sem código do aluno: os checkpoints que ficaram na pasta da
    correção e o ``model.keras`` do último, avaliado aqui no teste.
 
@@ -30,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -291,9 +293,15 @@ def grade_notebook(
     facts_path = work / "facts.json"
     skip = {tag for tag in checks} | (set() if all_cells else SKIP_TAGS)
     nb.cells.append(nbformat.v4.new_code_cell(FACTS_CELL % str(facts_path)))
+    numbers = {tag: tag.split("-")[1] for tag in checks}  # "check-1-dados": "1"
+    asked = {w for w in (*ANSWER_NAMES, "4,5") if set(w.split(",")) & set(numbers.values())}
+    env = _kernel_env(scale, results)
+    pool = ThreadPoolExecutor()
+    # os TODOs 1–3 julgam só as respostas, não o treino: cada um no seu processo, junto do kernel
+    judged = {w: pool.submit(judge, w, answers, {}, env) for w in asked - {"4,5"} if answers}
     try:
         execute(
-            nb, cwd=work, env=_kernel_env(scale, results), timeout=timeout_s,
+            nb, cwd=work, env=env, timeout=timeout_s,
             skip=skip, allow_errors=True,
         )  # fmt: skip
     except TimeoutError:
@@ -304,15 +312,13 @@ def grade_notebook(
         row["motivo"] = f"não rodou ({type(err).__name__}): {' '.join(str(err).split())[:200]}"
     try:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.exists() else {}
+        if "4,5" in asked:
+            judged["4,5"] = pool.submit(judge, "4,5", answers, facts, env)
         outputs: dict[str, str] = {}
-        numbers = {tag: tag.split("-")[1] for tag in checks}  # "check-1-dados": "1"
-        for what in (*ANSWER_NAMES, "4,5"):
-            asked = what.split(",")
-            if not set(asked) & set(numbers.values()) or (what in ANSWER_NAMES and not answers):
-                continue
-            got = judge(what, answers, facts, _kernel_env(scale, results))
+        for what, future in judged.items():
+            got = future.result()
             for tag, number in numbers.items():
-                if number in asked:
+                if number in what.split(","):
                     row[tag], outputs[number] = got.get(number, NOT_RUN), got.get("output", "")
         nb.cells.pop()  # a célula da correção
         present = {tag for cell in nb.cells for tag in tags(cell) if tag in checks}
@@ -327,6 +333,7 @@ def grade_notebook(
         ]
         row["motivo"] = "; ".join(filter(None, [row["motivo"], *gone]))
     finally:
+        pool.shutdown(wait=True)
         shutil.rmtree(work, ignore_errors=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out_dir / path.name)
