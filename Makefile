@@ -43,6 +43,7 @@ lab: setup
 lint: setup
 	$(VENV)/bin/ruff check labutils tests notebooks tools
 	$(VENV)/bin/ruff format --check labutils tests notebooks tools
+	$(PY) tools/lint_terms.py
 
 # O que as lições seguintes importam das células # @save das lições 02 e 05 (como no d2l):
 # labutils/lesson02.py e lesson05.py, gerados; rode depois de mudar uma célula # @save.
