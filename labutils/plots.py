@@ -23,9 +23,8 @@ def plot_comparison(
     distributed_total: float,
     grid: Sequence[Sequence[int]] | None = None,
 ) -> Any:
-    """À esquerda, na ordem de ``grid`` (padrão: a dos resultados centralizados), o tempo
-    ACUMULADO do laço, o de cada tarefa distribuída e, tracejado, o de cada configuração no laço;
-    à direita, os totais."""
+    """À esquerda, na ordem de ``grid`` (ou dos resultados centralizados), o tempo ACUMULADO do
+    laço, o de cada tarefa distribuída e, tracejado, o de cada configuração; à direita, os totais."""
     import matplotlib.pyplot as plt
 
     central = _seconds_by_config(central_results)
@@ -114,9 +113,8 @@ def plot_timeline(
     labels: Sequence[str],
     simulated: Sequence[Sequence[float]] | None = None,
 ) -> Any:
-    """A linha do tempo de uma busca: uma linha por processo, uma barra por tarefa
-    (``measured``: ``(pid, início, fim)`` desde o envio; mesmo rótulo, mesma cor) e, num 2º
-    painel, ``simulated``: ``(núcleo, início, fim)`` de ``list_schedule`` (lição 02, seção 8)."""
+    """Uma linha por processo, uma barra por tarefa (``measured``: ``(pid, início, fim)``; mesmo
+    rótulo, mesma cor) e, num 2º painel, ``simulated``: ``(núcleo, início, fim)`` da fila."""
     import matplotlib.pyplot as plt
 
     labels = [str(label) for label in labels]
@@ -141,8 +139,7 @@ def plot_timeline(
 # ---------------------------------------------------------------- lição 05
 @dataclass
 class Run:
-    """Um treino: o histórico do ``fit`` (``History`` ou o seu dict), o ``EpochTimer`` do mesmo
-    ``fit`` e a acurácia no teste."""
+    """Um treino: o histórico do ``fit`` (ou o seu dict), o ``EpochTimer`` e a acurácia no teste."""
 
     history: Any
     timer: Any

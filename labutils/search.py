@@ -1,6 +1,5 @@
-"""Lição 02, o que não é o assunto dela (que está nas células ``# @save``, em
-:mod:`labutils.lesson02`): a divisão treino/validação/teste, os CSVs dos resultados e a espera
-das tarefas com uma barra de progresso.
+"""Lição 02, o que não é o assunto dela: a divisão treino/validação/teste, os CSVs dos resultados
+e a espera das tarefas com uma barra de progresso.
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ def split_train_validation_test(
     validation_size: float = 0.2,
     random_state: int = RANDOM_STATE,
 ) -> Split:
-    """Separa ``test_size`` para o teste e, do resto, ``validation_size`` para a validação (a
-    busca escolhe por ela; o teste é usado uma vez, no fim). Sempre a mesma divisão."""
+    """``test_size`` para o teste e, do resto, ``validation_size`` para a validação (a busca
+    escolhe por ela; o teste é usado uma vez, no fim). Sempre a mesma divisão."""
     from sklearn.model_selection import train_test_split
 
     X_rest, X_test, y_rest, y_test = train_test_split(
@@ -62,8 +61,7 @@ def results_path(name: str) -> Path:
 
 
 def save_results(results: Iterable[Sequence[Any]], name: str) -> Path:
-    """Grava os resultados ``(n_estimators, max_depth, mse, segundos)`` de uma busca em
-    ``results/<name>.csv`` e devolve o caminho."""
+    """Grava ``(n_estimators, max_depth, mse, segundos)`` de uma busca em ``results/<name>.csv``."""
     path = results_path(name)
     with open(path, "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([("n_estimators", "max_depth", "mse", "segundos"), *results])
@@ -79,8 +77,7 @@ def gather_with_progress(
     from tqdm import tqdm
 
     refs = list(refs)
-    position = {ref: i for i, ref in enumerate(refs)}
-    results: list[Any] = [None] * len(refs)
+    results: dict[Any, Any] = {}
     pending = list(refs)
     with tqdm(total=len(refs), desc=desc, unit="tarefa") as bar:
         while pending:
@@ -91,6 +88,6 @@ def gather_with_progress(
                     "Confira se o cluster tem CPUs livres (ray.cluster_resources())."
                 )
             for ref in done:
-                results[position[ref]] = ray.get(ref)
+                results[ref] = ray.get(ref)  # já aqui: o erro de uma tarefa aparece na hora
                 bar.update(1)
-    return results
+    return [results[ref] for ref in refs]

@@ -16,8 +16,8 @@ FOREST_KEYS = ("n_estimators", "max_depth")
 
 
 def first_trial_delay(result_grid: Any, fit_started: float) -> float:
-    """Segundos entre chamar ``Tuner.fit()`` (``fit_started``, um ``time.time()``) e o início do
-    1º trial (a métrica ``inicio``): o custo fixo do Tune antes de treinar qualquer coisa."""
+    """Segundos de ``Tuner.fit()`` (``fit_started``, um ``time.time()``) ao início do 1º trial (a
+    métrica ``inicio``): o custo fixo do Tune."""
     return float(result_grid.get_dataframe()["inicio"].min() - fit_started)
 
 
@@ -64,8 +64,7 @@ def search_difference(
 
 
 def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: float):
-    """Speedup de cada abordagem sobre o laço, o limite (:func:`speedup_bound` dos tempos
-    ``task_s`` do laço) e a fração do limite."""
+    """Speedup de cada abordagem sobre o laço, o limite (dos tempos ``task_s``) e a fração dele."""
     import pandas as pd
 
     bound = speedup_bound(task_s, cores)
