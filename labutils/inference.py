@@ -1,6 +1,5 @@
-"""Lição 06, o que não é o assunto dela (que está nas células ``# @save``): o modelo (carregar
-ou treinar), as imagens (arrays, Parquet), a conferência das previsões e se um pool cabe nas
-CPUs. Os workers nunca chamam o tfds (o mock só vale no processo que o ativa).
+"""Lição 06, o que não é o assunto dela: o modelo (carregar ou treinar), as imagens (arrays,
+Parquet), a conferência das previsões e se um pool cabe nas CPUs. Os workers não chamam o tfds.
 """
 
 from __future__ import annotations
@@ -82,8 +81,8 @@ def load_images(scale: str | None = None) -> Images:
 
 
 def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
-    """Grava as imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image`` em bytes), sem
-    dicionário: cada imagem é única, e o dicionário só custaria CPU."""
+    """As imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image``, bytes), sem
+    dicionário: cada imagem é única."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -106,9 +105,8 @@ def decode(column: Any) -> np.ndarray:
 
 def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float = 0.0) -> int:
     """Quantos atores de ``cpus_per_actor`` CPUs cabem nas CPUs livres, deixando ``reserve``
-    (``wanted=None``: quantos cabem no cluster, esperando até 10 s pelas CPUs de tarefas e atores
-    que acabam de terminar; se outros as seguram, os que couberem). Se cabem menos que
-    ``wanted``, ``RuntimeError`` na hora, em vez de esperar para sempre (depois de até 10 s)."""
+    (``wanted=None``: todos os que couberem, esperando até 10 s as CPUs recém-liberadas); se
+    cabem menos que ``wanted``, ``RuntimeError`` em vez de esperar para sempre."""
     import ray
 
     total = float(ray.cluster_resources().get("CPU", 0.0))
@@ -135,8 +133,8 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
 
 
 def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
-    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para as tarefas de leitura e
-    gravação (sem elas, a listagem dos arquivos nunca começa)."""
+    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para ler e gravar (sem elas, a
+    listagem dos arquivos nunca começa)."""
     import ray
 
     total = float(ray.cluster_resources().get("CPU", 0.0))
@@ -144,9 +142,8 @@ def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
 
 
 def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
-    """``AssertionError`` se os rótulos de ``got`` não são os da referência ou a confiança difere
-    (além do arredondamento): pega imagens trocadas mesmo quando um modelo fraco dá a mesma
-    classe a todas (as imagens aleatórias da escala smoke)."""
+    """``AssertionError`` se os rótulos ou a confiança de ``got`` diferem da referência (a
+    confiança pega imagens trocadas mesmo se um modelo fraco dá a mesma classe a todas)."""
     (ref, ref_conf), (labels, conf) = reference, got
     if np.shape(ref) != np.shape(labels):
         raise AssertionError(f"{what}: {np.size(labels)} previsões, esperava {np.size(ref)}.")
@@ -159,7 +156,6 @@ def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
 
 
 def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
-    """Maior speedup possível sobre a linha de base: núcleos ocupáveis (processos × threads)
-    / núcleos da linha de base, nesta máquina."""
+    """Maior speedup sobre a linha de base nesta máquina: núcleos ocupáveis / os da linha de base."""
     cores = usable_cpus()
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

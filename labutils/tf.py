@@ -1,7 +1,6 @@
-"""TensorFlow das lições 05 a 07, o que não é o assunto delas (que está nas células ``# @save``
-da lição 05, em :mod:`labutils.lesson05`): a validação separada do treino, o modelo gravado pela
-lição 05 e as medidas do treino. Importa o TensorFlow sem inicializar os dispositivos; na lição
-07, ``multiworker.use_legacy_keras()`` roda antes, e ``tf.keras`` é então o tf-keras.
+"""TensorFlow das lições 05 a 07, o que não é o assunto delas: a validação separada do treino, o
+modelo gravado pela lição 05 e as medidas do treino. Importa o TensorFlow sem iniciar os
+dispositivos (na lição 07, depois de ``multiworker.use_legacy_keras()``).
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ import tensorflow as tf
 def split_validation(
     train: tf.data.Dataset, num_examples: int, fraction: float = 0.1
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """``(treino sem a validação, validação)``: a validação são os primeiros ``fraction ×
-    num_examples`` exemplos do TREINO (a ordem do ``tfds.load`` é fixa: todo worker separa os
-    mesmos). O teste fica para medir o modelo final uma vez só."""
+    """``(treino sem a validação, validação)``: os primeiros ``fraction × num_examples`` do TREINO
+    (a ordem do ``tfds.load`` é fixa: todo worker separa os mesmos); o teste fica para o fim."""
     num_val = max(1, int(num_examples * fraction))
     return train.skip(num_val), train.take(num_val)
 
@@ -38,8 +36,8 @@ def lesson_model_path() -> Path:
 
 
 def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = None) -> Path:
-    """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) num arquivo ao lado, depois
-    renomeado: nunca fica um modelo pela metade com o nome final."""
+    """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) sem nunca deixar um modelo
+    pela metade com o nome final."""
     path = Path(path) if path is not None else lesson_model_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.stem}-{os.getpid()}-parcial.keras")
@@ -50,7 +48,7 @@ def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = No
 
 def check_loss_activation(model: tf.keras.Model) -> str:
     """Confere se a ativação da última camada combina com o ``from_logits`` da perda (``softmax``
-    pede ``False``; linear, ``True``): uma frase de confirmação, ou ``ValueError``."""
+    pede ``False``; linear, ``True``): uma frase, ou ``ValueError``."""
     activation = getattr(model.layers[-1], "activation", None)
     act_name = getattr(activation, "__name__", str(activation))
     config = model.loss.get_config() if hasattr(model.loss, "get_config") else {}
@@ -74,8 +72,8 @@ def check_loss_activation(model: tf.keras.Model) -> str:
 
 # ---------------------------------------------------------------- medidas do treino
 class EpochTimer(tf.keras.callbacks.Callback):
-    """Cronometra cada época do ``fit`` (``callbacks=[EpochTimer(imagens por época)]``). A 1ª
-    inclui a compilação do grafo: :attr:`steady_images_per_second` a ignora se houve outras."""
+    """Cronometra cada época do ``fit`` (``callbacks=[EpochTimer(imagens por época)]``); a 1ª
+    inclui a compilação, e :attr:`steady_images_per_second` a ignora se houve outras."""
 
     def __init__(self, num_examples: int):
         super().__init__()
@@ -103,8 +101,8 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
 
 class GpuSampler:
-    """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s dentro de um
-    ``with``; sem ``nvidia-smi`` (só CPU), fica vazio e :meth:`summary` diz isso."""
+    """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s num ``with``; sem
+    ``nvidia-smi``, fica vazio e :meth:`summary` diz isso."""
 
     QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
 

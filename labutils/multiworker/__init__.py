@@ -1,5 +1,4 @@
-"""O exercício multi-worker (lição 07): o que não é o assunto dela, para rodá-lo (a função de
-treino e o ``trainer.fit()`` estão nas células; as autoverificações, em
+"""O exercício multi-worker (lição 07), o que não é o assunto dela (as autoverificações estão em
 :mod:`labutils.multiworker.checks`). Não importa o TensorFlow: ``use_legacy_keras()`` roda antes.
 """
 
@@ -19,9 +18,8 @@ from labutils import system
 from labutils.raytools import alive_nodes
 
 # ---------------------------------------------------------------- tf-keras
-# O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585).
-# O TensorFlow usa o tf-keras em ``tf.keras`` quando ``TF_USE_LEGACY_KERAS=1`` está no ambiente
-# ANTES do import.
+# O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585);
+# ``TF_USE_LEGACY_KERAS=1`` no ambiente ANTES do import faz o ``tf.keras`` ser o tf-keras.
 
 LEGACY_KERAS_ENV = {"TF_USE_LEGACY_KERAS": "1"}
 
@@ -39,9 +37,8 @@ def use_legacy_keras() -> None:
     tf = sys.modules.get("tensorflow")
     if tf is not None and not getattr(tf.keras, "__name__", "").startswith("tf_keras"):
         raise RuntimeError(
-            "O TensorFlow já foi importado neste kernel com o Keras 3, e TF_USE_LEGACY_KERAS só "
-            "vale se definida ANTES do import. Reinicie o kernel (Kernel → Restart) e rode as "
-            "células a partir do início."
+            "O TensorFlow já foi importado neste kernel com o Keras 3 (TF_USE_LEGACY_KERAS só "
+            "vale antes do import). Reinicie o kernel e rode as células do início."
         )
 
 
@@ -59,10 +56,8 @@ class WorkerPlan:
     use_gpu: bool
     resources_per_worker: dict[str, float]
     nodes: list[dict[str, Any]] = field(default_factory=list)
-    #: quantos workers desses o cluster comporta ao todo
-    capacity: int = 0
-    #: se um nó qualquer cair, os ``num_workers`` ainda cabem nos nós que sobram?
-    survives_node_loss: bool = False
+    capacity: int = 0  # quantos workers desses o cluster comporta
+    survives_node_loss: bool = False  # os workers cabem sem o nó mais forte?
 
 
 def _fits(nodes: list[dict[str, Any]], need: dict[str, float]) -> int:
@@ -81,9 +76,9 @@ def plan_workers(
     cpus_per_worker: float = 1.0,
     wait_s: float = 15.0,
 ) -> WorkerPlan:
-    """O plano de ``num_workers`` workers no cluster Ray conectado (``use_gpu=None``: GPU se há
-    uma por worker). Se não cabem, ``RuntimeError`` na hora (o Ray Train esperaria para sempre);
-    se cabem mas os recursos estão ocupados, espera até ``wait_s`` segundos antes de falhar."""
+    """O plano de ``num_workers`` workers no cluster conectado (``use_gpu=None``: GPU se há uma
+    por worker). ``RuntimeError`` se não cabem (o Ray Train esperaria para sempre) ou se os
+    recursos seguem ocupados depois de ``wait_s`` s."""
     import ray
 
     system.check_int(num_workers, "num_workers")
@@ -93,16 +88,13 @@ def plan_workers(
     gpus = sum(n["GPU"] for n in nodes)
     if use_gpu is None:
         use_gpu = gpus >= num_workers
-    need = {"CPU": float(cpus_per_worker)}
-    if use_gpu:
-        need["GPU"] = 1.0
+    need = {"CPU": float(cpus_per_worker), **({"GPU": 1.0} if use_gpu else {})}
     fits = _fits(nodes, need)
     listing = ", ".join(f"{n['ip']} ({n['CPU']:g} CPU, {n['GPU']:g} GPU)" for n in nodes)
     if fits < num_workers:
         raise RuntimeError(
             f"Pedido: {num_workers} workers com {need} cada, mas o cluster só comporta {fits} "
-            f"({len(nodes)} nó(s): {listing}).\nO Ray Train ficaria esperando para sempre. "
-            "Diminua num_workers, use menos CPU por worker (cpus_per_worker=0.5), "
+            f"({len(nodes)} nó(s): {listing}). Diminua num_workers ou cpus_per_worker, "
             + ("use use_gpu=False, " if use_gpu else "")
             + "ou junte mais nós ao cluster (`ray start --address=...`)."
         )
@@ -113,9 +105,9 @@ def plan_workers(
             break
         if time.monotonic() > deadline:
             raise RuntimeError(
-                f"O cluster comporta {num_workers} workers, mas os recursos estão ocupados agora "
-                f"(livres: CPU={free.get('CPU', 0):g}, GPU={free.get('GPU', 0):g}). Espere os "
-                "outros trabalhos terminarem (veja o dashboard) e tente de novo."
+                f"O cluster comporta {num_workers} workers, mas os recursos estão ocupados "
+                f"(livres: CPU={free.get('CPU', 0):g}, GPU={free.get('GPU', 0):g}): espere os "
+                "outros trabalhos terminarem (veja o painel) e tente de novo."
             )
         time.sleep(0.5)
     # para recomeçar depois da queda de um nó, os workers têm de caber sem o nó mais forte
@@ -125,15 +117,14 @@ def plan_workers(
 
 
 # ---------------------------------------------------------------- o checkpoint
-# ``worker_<rank>.json`` na pasta do checkpoint (o Ray Train junta as de todos os workers): o
-# ``TF_CONFIG``, o nó, a estratégia **que o modelo usa** e a época, de onde o treino recomeça.
+# ``worker_<rank>.json`` na pasta do checkpoint: o ``TF_CONFIG``, o nó, a estratégia **que o
+# modelo usa** e a época, de onde o treino recomeça.
 
 WORKER_FILE = "worker_{rank}.json"
 
 
 def strategy_name(strategy: Any) -> str:
-    """Nome público da estratégia (``tf.distribute.X``): a classe da MultiWorkerMirroredStrategy
-    chama-se internamente ``CollectiveAllReduceStrategy``."""
+    """Nome público da estratégia (a MultiWorkerMirroredStrategy é ``CollectiveAllReduceStrategy``)."""
     tf = sys.modules.get("tensorflow")
     for public in ("MultiWorkerMirroredStrategy", "MirroredStrategy", "OneDeviceStrategy"):
         cls = getattr(getattr(tf, "distribute", None), public, None)
@@ -144,9 +135,8 @@ def strategy_name(strategy: Any) -> str:
 
 
 def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
-    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO
-    (``model.distribute_strategy``: criado fora de ``strategy.scope()``, a padrão, mesmo que uma
-    ``MultiWorkerMirroredStrategy`` exista no processo)."""
+    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO (a
+    padrão, se criado fora de ``strategy.scope()``)."""
     strategy = model.distribute_strategy
     tf_config = lab_config.tf_config()
     info: dict[str, Any] = {
@@ -184,8 +174,8 @@ def checkpoint_epoch(directory: str | os.PathLike) -> int:
         return int(json.loads(path.read_text(encoding="utf-8"))["epoch"])
     except (OSError, KeyError, ValueError, TypeError) as err:
         raise ValueError(
-            f"O checkpoint em {directory} não diz a época ({path.name} sem 'epoch'): grave "
-            "{**info, 'epoch': ...} com multiworker.write_worker antes do ray.train.report."
+            f"O checkpoint em {directory} não diz a época ({path.name} sem 'epoch'): grave-a "
+            "com write_worker antes do ray.train.report."
         ) from err
 
 
