@@ -56,9 +56,12 @@ def todo(number: int | str, what: str) -> Any:
     raise TodoNotDone(f"TODO {number} ainda não terminado: {what}.")
 
 
-def unfinished(value: Any, what: str) -> None:
+def unfinished(value: Any, what: str, function: bool = False) -> None:
+    """``TodoNotDone`` se ``value`` ainda é ``...``; com ``function``, ``CheckFailed`` se não é uma."""
     if value is Ellipsis:
         raise TodoNotDone(f"{what} ainda não terminado: troque o `...` pelo seu código.")
+    if function and not callable(value):
+        raise CheckFailed(f"{what} deve ser uma função, recebi {value!r}.")
 
 
 def ok(message: str) -> None:
@@ -188,21 +191,15 @@ def _compare(seen: list[list[int]], expected: range, what: str, num_workers: int
 def check_worker_datasets(worker_datasets: Any) -> None:
     """Confere ``worker_datasets`` com 2 e 3 workers e exemplos numerados: como a estratégia os
     veria, fatias disjuntas que cobrem treino e validação uma vez por época, em lotes GLOBAIS."""
-    unfinished(worker_datasets, "worker_datasets")
-    if not callable(worker_datasets):
-        raise CheckFailed(f"worker_datasets deve ser uma função, recebi {worker_datasets!r}.")
+    unfinished(worker_datasets, "worker_datasets", function=True)
     for num_workers in (2, 3):
         global_batch = _BATCH * num_workers
         made = []
         for index in range(num_workers):
+            train, val = _numbered(0, _TRAIN_IDS), _numbered(_TRAIN_IDS, _VAL_IDS)
+            sizes = {"global_batch": global_batch, "num_workers": num_workers}
             pair = _call(
-                "worker_datasets",
-                worker_datasets,
-                _numbered(0, _TRAIN_IDS),
-                _numbered(_TRAIN_IDS, _VAL_IDS),
-                global_batch=global_batch,
-                num_workers=num_workers,
-                worker_index=index,
+                "worker_datasets", worker_datasets, train, val, **sizes, worker_index=index
             )
             unfinished(pair, "worker_datasets")
             if not isinstance(pair, tuple | list) or len(pair) != 2:
@@ -250,9 +247,7 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     import numpy as np
     import tensorflow as tf
 
-    unfinished(build_model, "build_model")
-    if not callable(build_model):
-        raise CheckFailed(f"build_model deve ser uma função, recebi {build_model!r}.")
+    unfinished(build_model, "build_model", function=True)
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     model = _call("build_model(strategy, num_classes)", build_model, strategy, num_classes)
     unfinished(model, "build_model")
@@ -380,9 +375,9 @@ def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, An
                 files = sorted(os.listdir(folder))
                 # o Ray Train junta os arquivos de todos os workers numa pasta só
                 shutil.copytree(folder, shared / name, dirs_exist_ok=True)
-        epoch = metrics.get("epoch") if isinstance(metrics, dict) else None
-        keys = sorted(metrics) if isinstance(metrics, dict) else []
-        seen["reports"].append({"metrics": keys, "epoch": epoch, "files": files, "dir": name})
+        metrics = metrics if isinstance(metrics, dict) else {}
+        report = {"metrics": sorted(metrics), "epoch": metrics.get("epoch"), "files": files}
+        seen["reports"].append({**report, "dir": name})
         _barrier(shared, name, rank, num_workers)
 
     real_fit = tf.keras.Model.fit
@@ -563,8 +558,7 @@ def _check_reports(worker: dict[str, Any], epochs: list[int]) -> None:
     if len(reports) != trained:
         raise CheckFailed(
             f"O worker {rank} chamou ray.train.report {len(reports)} vez(es) em {trained} "
-            "época(s); esperado 1 por época em TODOS os workers. O report é uma barreira: se só "
-            "o rank 0 o chama, ele espera os outros para sempre."
+            "época(s); esperado 1 por época em TODOS os workers (o report é uma barreira)."
         )
     for report in reports:
         if not report["files"]:
@@ -638,9 +632,7 @@ def _resume_verdict(before: list[dict[str, Any]], seen: list[dict[str, Any]], ep
 def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
     """``fn(config)`` em ``num_workers`` processos: uma época de um passo, do zero; depois a
     retomada do checkpoint dela. Antes, os TODOs 1 e 2, se a função os usa."""
-    unfinished(fn, "train_loop_per_worker")
-    if not callable(fn):
-        raise CheckFailed(f"Esperava a função de treino de cada worker, recebi {fn!r}.")
+    unfinished(fn, "train_loop_per_worker", function=True)
     names = getattr(fn, "__globals__", {})
     for number, name, check in ((1, "worker_datasets", check_worker_datasets),
                                 (2, "build_model", check_build_model)):  # fmt: skip
