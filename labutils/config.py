@@ -128,8 +128,7 @@ def results_dir() -> Path:
 
 
 def train_storage() -> str:
-    """Onde o Ray Train guarda checkpoints: ``LABUTILS_TRAIN_STORAGE`` (num cluster, uma pasta
-    que todos os nós veem, ou ``s3://...``) ou ``results/ray_train``."""
+    """Onde o Ray Train grava: ``LABUTILS_TRAIN_STORAGE`` (num cluster, NFS ou s3) ou results/."""
     if value := env(TRAIN_STORAGE_ENV):
         return value
     path = results_dir() / "ray_train"

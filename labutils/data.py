@@ -86,8 +86,7 @@ def make_housing_fixture(home: Path, n_samples: int = 2_000, seed: int = 0) -> P
 
 
 def load_california_housing(scale: str | None = None, *, download: bool = True) -> Any:
-    """O ``Bunch`` do ``fetch_california_housing``, com ``is_fixture`` (dados sintéticos: escala
-    ``smoke`` ou ensaio) e ``source`` (de onde vieram os dados)."""
+    """O ``Bunch`` do scikit-learn, com ``is_fixture`` (dados sintéticos?) e ``source``."""
     from sklearn.datasets import fetch_california_housing
 
     def read(home: Path) -> Any:

@@ -81,8 +81,7 @@ def load_images(scale: str | None = None) -> Images:
 
 
 def write_image_files(images: np.ndarray, folder: Path, files: int) -> Path:
-    """As imagens em ``files`` arquivos Parquet (colunas ``id`` e ``image``, bytes), sem
-    dicionário: cada imagem é única."""
+    """As imagens em ``files`` Parquet (``id``, ``image`` em bytes, sem dicionário)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -133,8 +132,7 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
 
 
 def data_actor_cpus(actors: int, reserve: float = IO_CPUS) -> float:
-    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para ler e gravar (sem elas, a
-    listagem dos arquivos nunca começa)."""
+    """CPUs de cada ator do Ray Data: até 1, deixando ``reserve`` para ler e gravar."""
     import ray
 
     total = float(ray.cluster_resources().get("CPU", 0.0))

@@ -103,8 +103,7 @@ def check_token_accepted(address: str) -> None:
 
 
 def alive_nodes() -> list[dict[str, Any]]:
-    """Os nós vivos do cluster conectado: ``node_id``, ``ip``, ``head`` (é o nó principal?),
-    ``CPU``, ``GPU`` e ``memory_gib``."""
+    """Os nós vivos: ``node_id``, ``ip``, ``head``, ``CPU``, ``GPU`` e ``memory_gib``."""
     import ray
 
     return [

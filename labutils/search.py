@@ -39,8 +39,7 @@ def split_train_validation_test(
     validation_size: float = 0.2,
     random_state: int = RANDOM_STATE,
 ) -> Split:
-    """``test_size`` para o teste e, do resto, ``validation_size`` para a validação (a busca
-    escolhe por ela; o teste é usado uma vez, no fim). Sempre a mesma divisão."""
+    """Teste e, do resto, validação (a busca escolhe por ela); sempre a mesma divisão."""
     from sklearn.model_selection import train_test_split
 
     X_rest, X_test, y_rest, y_test = train_test_split(

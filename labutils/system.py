@@ -108,8 +108,7 @@ def _tail(out: str | None, err: str | None, lines: int = 8) -> str:
 def spawn_group(
     cmd: Sequence[str], *, env: Mapping[str, str] | None = None, **popen
 ) -> subprocess.Popen:
-    """Inicia ``cmd`` em modo texto num grupo de processos próprio, que :func:`kill_group`
-    encerra inteiro (e só ele)."""
+    """Inicia ``cmd`` num grupo de processos próprio, que :func:`kill_group` encerra inteiro."""
     popen.setdefault("stdin", subprocess.DEVNULL)
     popen.setdefault("text", True)
     return subprocess.Popen(
@@ -186,8 +185,7 @@ def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
 
 
 def free_ports(count: int, avoid: set[int] | None = None) -> list[int]:
-    """``count`` portas livres e distintas em 127.0.0.1 (os sockets ficam abertos até escolher
-    todas, para o sistema não repetir nenhuma)."""
+    """``count`` portas livres e distintas em 127.0.0.1 (abertas até escolher todas)."""
     avoid = set(avoid or ())
     ports: list[int] = []
     with contextlib.ExitStack() as stack:

@@ -19,8 +19,7 @@ import tensorflow as tf
 def split_validation(
     train: tf.data.Dataset, num_examples: int, fraction: float = 0.1
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """``(treino sem a validação, validação)``: os primeiros ``fraction × num_examples`` do TREINO
-    (a ordem do ``tfds.load`` é fixa: todo worker separa os mesmos); o teste fica para o fim."""
+    """``(treino, validação)``: a validação são os primeiros exemplos do TREINO (ordem fixa)."""
     num_val = max(1, int(num_examples * fraction))
     return train.skip(num_val), train.take(num_val)
 
@@ -36,8 +35,7 @@ def lesson_model_path() -> Path:
 
 
 def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = None) -> Path:
-    """Grava o modelo em ``path`` (padrão: :func:`lesson_model_path`) sem nunca deixar um modelo
-    pela metade com o nome final."""
+    """Grava o modelo (padrão: :func:`lesson_model_path`) sem deixar um pela metade."""
     path = Path(path) if path is not None else lesson_model_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.stem}-{os.getpid()}-parcial.keras")
@@ -101,8 +99,7 @@ class EpochTimer(tf.keras.callbacks.Callback):
 
 
 class GpuSampler:
-    """Amostra a utilização das GPUs (``nvidia-smi``) a cada ``interval`` s num ``with``; sem
-    ``nvidia-smi``, fica vazio e :meth:`summary` diz isso."""
+    """Amostra a utilização das GPUs (``nvidia-smi``) num ``with``; sem ela, fica vazio."""
 
     QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
 

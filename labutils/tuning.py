@@ -16,14 +16,12 @@ FOREST_KEYS = ("n_estimators", "max_depth")
 
 
 def first_trial_delay(result_grid: Any, fit_started: float) -> float:
-    """Segundos de ``Tuner.fit()`` (``fit_started``, um ``time.time()``) ao início do 1º trial (a
-    métrica ``inicio``): o custo fixo do Tune."""
+    """Segundos de ``Tuner.fit()`` (``fit_started``) ao 1º trial: o custo fixo do Tune."""
     return float(result_grid.get_dataframe()["inicio"].min() - fit_started)
 
 
 def tune_table(result_grid: Any) -> Any:
-    """Uma linha por trial (``n_estimators``, ``max_depth``, ``mse``, ``arvores``, ``segundos``),
-    ordenada pelo MSE (os pares na chave :data:`PAIR_KEY` ou soltos, como no Optuna)."""
+    """Uma linha por trial (a floresta, ``mse``, ``arvores``, ``segundos``), pelo MSE."""
     if result_grid.errors:
         raise RuntimeError(f"{len(result_grid.errors)} trial(s) falharam: {result_grid.errors[0]}")
     df = result_grid.get_dataframe()

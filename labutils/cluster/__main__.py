@@ -14,7 +14,7 @@ from labutils.system import LOCALHOST
 
 
 def _at_least_one(text: str) -> int:
-    """CPUs e workers: um inteiro ≥ 1, recusado aqui, antes de chegar ao ``ray start``."""
+    """CPUs e workers: um inteiro ≥ 1, recusado antes de chegar ao ``ray start``."""
     value = int(text) if text.lstrip("+").isdigit() else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"esperava um inteiro ≥ 1, recebi {text!r}")
@@ -76,14 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                 except KeyboardInterrupt:
                     # um 2º Ctrl+C não interrompe a parada
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
-        else:
-            run = {
-                "start-head": cluster.start_head,
-                "join": cluster.join,
-                "status": cluster.status,
-                "stop": cluster.stop,
-            }
-            run[command](**args)
+        else:  # start-head, join, status, stop: as funções de mesmo nome
+            getattr(cluster, command.replace("-", "_"))(**args)
     except (cluster.ClusterError, ConnectionError, ValueError) as err:
         print(f"Erro: {err}")
         return 2

@@ -108,8 +108,7 @@ def head_command(
     extra: list[str] | None = None,
     classroom_ports: bool = True,
 ) -> list[str]:
-    """O comando ``ray start --head ...``; com ``classroom_ports``, as portas e a configuração da
-    sala (o ``LocalCluster``, vários nós numa máquina, passa as suas em ``extra``)."""
+    """O ``ray start --head ...``; ``classroom_ports``: as portas e a configuração da sala."""
     cmd = [ray_executable(), "start", "--head", f"--port={port}"]
     if classroom_ports:
         cmd += port_flags(head=True)
@@ -129,8 +128,7 @@ def head_command(
 
 
 def start_head(*, timeout: float = 90, **options) -> str:
-    """Inicia o nó principal aqui (as ``options`` de :func:`head_command`); devolve ``IP:PORTA``.
-    O painel fica em ``127.0.0.1``, salvo ``dashboard_host="0.0.0.0"`` (só numa rede fechada)."""
+    """Inicia o nó principal aqui (as ``options`` de :func:`head_command`); devolve ``IP:PORTA``."""
     port = options.get("port", DEFAULT_PORT)
     require_free_port(port, "--port")
     if options.get("dashboard", True):
@@ -177,8 +175,7 @@ def status(address: str | None = None, *, timeout: float = 30) -> str:
 
 
 def stop(*, force: bool = False, timeout: float = 60) -> None:
-    """Para **todo** o Ray desta máquina (``ray stop``), inclusive o dos outros numa máquina
-    compartilhada: lá, use :meth:`LocalCluster.stop`."""
+    """Para **todo** o Ray desta máquina, o dos outros também (``ray stop``)."""
     run_ray([ray_executable(), "stop", *(["--force"] if force else [])], timeout=timeout)
 
 

@@ -117,8 +117,7 @@ class LocalCluster:
         return self
 
     def _start_nodes(self, indices: list[int], attempts: int = 3) -> None:
-        """Sobe os nós ``indices`` em paralelo; um que passou dos 30 s fixos do Ray para registrar
-        (máquina sobrecarregada) ganha outra tentativa."""
+        """Sobe os nós em paralelo; um que não registrou nos 30 s do Ray tenta de novo."""
         for attempt in range(1, attempts + 1):
             pending = [self._spawn_node(i, attempt) for i in indices]
             failed = []

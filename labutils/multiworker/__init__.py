@@ -135,8 +135,7 @@ def strategy_name(strategy: Any) -> str:
 
 
 def describe_worker(model: Any, global_batch: int) -> dict[str, Any]:
-    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo e a estratégia do MODELO (a
-    padrão, se criado fora de ``strategy.scope()``)."""
+    """O que ESTE worker recebeu e usou: TF_CONFIG, nó, processo, a estratégia do MODELO."""
     strategy = model.distribute_strategy
     tf_config = lab_config.tf_config()
     info: dict[str, Any] = {
