@@ -12,17 +12,8 @@ from ray import cloudpickle  # o que o Ray usa para enviar funções aos workers
 from tools import lesson_code
 
 
-def test_the_saved_cells_of_lesson_02_define_the_forest_in_blocks():
-    sources = lesson_code.saved_cells("02_busca_hiperparametros")
-    assert sources and all(s.startswith(lesson_code.MARK) for s in sources)
-    lesson = lesson_code.load("02_busca_hiperparametros")
-    assert lesson.split_trees(10, 3) == [(0, 4), (4, 3), (7, 3)]
-    assert lesson.Chunk(5, 3, 0, 5).n_trees == 5
-
-
 def test_functions_travel_by_value_to_a_process_that_never_read_the_notebook(tmp_path):
-    """Como o Ray as envia aos workers: o módulo não está em ``sys.modules``, então o cloudpickle
-    leva o código junto (por referência, o worker tentaria importar um módulo que não existe)."""
+    """Como o Ray as envia aos workers: fora de ``sys.modules``, o cloudpickle leva o código."""
     split_trees = lesson_code.load("02_busca_hiperparametros").split_trees
     assert split_trees.__module__ not in sys.modules
     pickled = tmp_path / "split_trees.pkl"
@@ -45,8 +36,7 @@ def test_a_notebook_without_saved_cells_says_so(tmp_path):
 
 
 def test_saved_cells_run_as_in_the_kernel_without_the_future_imports_of_the_loader(tmp_path):
-    """As anotações são avaliadas como no kernel: com as do ``from __future__ import annotations``
-    do carregador (strings), um ``@dataclass`` num módulo fora de ``sys.modules`` quebrava."""
+    """Sem o ``from __future__ import annotations`` do carregador, um ``@dataclass`` funciona."""
     cell = (
         "# @save\nfrom dataclasses import dataclass\n\n\n@dataclass(frozen=True)\n"
         "class Pair:\n    a: int\n    b: tuple[str, ...]\n"
@@ -60,8 +50,7 @@ def test_saved_cells_run_as_in_the_kernel_without_the_future_imports_of_the_load
 
 @pytest.mark.parametrize(("notebook", "module"), lesson_code.EXPORTS.items())
 def test_the_generated_module_is_current(notebook, module):
-    """O que as lições seguintes importam é o que o aluno leu: ``make lesson-code`` depois de
-    mudar uma célula ``# @save``."""
+    """O que as lições seguintes importam é o que o aluno leu (``make lesson-code``)."""
     path = lesson_code.NOTEBOOKS.parent / module
     assert path.read_text(encoding="utf-8") == lesson_code.module_text(notebook), (
         f"{module} está desatualizado em relação às células # @save de {notebook}: "
