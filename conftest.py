@@ -1,10 +1,7 @@
 """Configuração comum do pytest (testes e notebooks via nbval, que recebem este ambiente).
 
-A sessão falha se ficou vivo algum processo do Ray **iniciado por ela** (descendente deste pytest
-com a marca :data:`processes.SESSION_MARK` no ambiente, ou visto descendente ao fim de um teste),
-e só esses são encerrados: o Ray de outra pessoa na mesma máquina nunca é tocado
-(``LABUTILS_CHECK_RAY_LEFTOVERS=0`` desliga).
-"""
+A sessão falha se ficou vivo um processo do Ray iniciado por ela, e só esses são encerrados: o Ray
+de outra pessoa na mesma máquina nunca é tocado (``LABUTILS_CHECK_RAY_LEFTOVERS=0`` desliga)."""
 
 import os
 import secrets
@@ -33,9 +30,7 @@ LONGEST = (
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Os mais longos primeiro (:data:`LONGEST`, os arquivos ``slow`` e os notebooks), cada
-    arquivo em bloco: no ``make test`` (``--dist loadfile --no-loadscope-reorder``), os curtos no
-    fim preenchem as sobras dos dois processos."""
+    """Os mais longos primeiro, cada arquivo em bloco: os curtos no fim preenchem as sobras."""
     heavy = {
         item.path
         for item in items
@@ -63,14 +58,12 @@ def _check_enabled() -> bool:
 
 
 def pytest_configure(config):
-    # uma marca nova por sessão; um pytest dentro de outro (teste do próprio conftest) ganha
-    # a sua, para não confundir os processos das duas
+    # uma marca nova por sessão (um pytest dentro de outro ganha a sua)
     os.environ[processes.SESSION_MARK] = secrets.token_hex(8)
 
 
-#: os descendentes desta sessão vistos ao fim de cada teste (PID → hora de criação): um órfão que
-#: o Ray renomeou (setproctitle) não mostra mais a marca no ambiente, e só assim é reconhecido
-#: (visto: um ``ray-dashboard-NodeHead-0`` sobreviveu 1 h 28 min a uma sessão)
+#: os descendentes vistos ao fim de cada teste (PID → hora de criação): um órfão que o Ray
+#: renomeou não mostra mais a marca no ambiente, e só assim é reconhecido
 SEEN: dict[int, float] = {}
 
 
@@ -85,8 +78,7 @@ WORKER_LEFTOVERS = pytest.StashKey[list[str]]()
 
 def pytest_sessionfinish(session, exitstatus):
     listing = _check_leftovers()
-    # Num processo do pytest-xdist, o código de saída dele não conta: o resultado vai ao
-    # processo principal em workeroutput (enviado depois deste hook), que falha a sessão.
+    # num processo do pytest-xdist, o código de saída não conta: vai ao principal em workeroutput
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None and listing:
         workeroutput["ray_leftovers"] = listing
@@ -106,8 +98,7 @@ def pytest_testnodedown(node, error):
 
 
 def _check_leftovers() -> str:
-    """Os processos do Ray que os testes desta sessão deixaram vivos (já encerrados), um por
-    linha; vazio se nenhum."""
+    """Os processos do Ray deixados vivos pela sessão (já encerrados), um por linha."""
     if not _check_enabled():
         return ""
     left = processes.ray_leftovers(os.environ[processes.SESSION_MARK], LEFTOVER_GRACE_S, SEEN)
@@ -125,12 +116,9 @@ EXIT_STATUS = pytest.StashKey[int]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Sai com o código da sessão sem o fim do interpretador (``atexit``, os destrutores do TF,
-    gRPC e Ray), depois do resumo e dos outros plugins (``trylast``); ``LABUTILS_HARD_EXIT=0``
-    desliga. Por quê: em 3/12/2026, numa de quatro execuções completas, o pytest caiu com
-    "Segmentation fault" ao encerrar o interpretador (o make falhou, 139), e 12 sessões parciais
-    não o repetiram: a causa não foi achada. Para caçá-la, rode a suíte inteira com
-    ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler``."""
+    """Sai com o código da sessão sem o fim do interpretador (``LABUTILS_HARD_EXIT=0`` desliga):
+    em 3/12/2026 o pytest caiu uma vez com "Segmentation fault" ao encerrá-lo (causa não achada;
+    para caçá-la, ``LABUTILS_HARD_EXIT=0`` e ``-X faulthandler``)."""
     if EXIT_STATUS in config.stash and os.environ.get("LABUTILS_HARD_EXIT", "1") != "0":
         sys.stdout.flush()
         sys.stderr.flush()

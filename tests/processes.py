@@ -1,8 +1,5 @@
-"""Processos dos testes: rodar, achar e encerrar só o que um teste (ou esta sessão do pytest)
-iniciou, sempre por PID, nunca por nome (o Ray de outro usuário na mesma máquina sobrevive à
-suíte). O que serve também ao pacote mora em :mod:`labutils.system`; o ``conftest.py`` da raiz
-também usa este módulo (``pythonpath`` do pytest).
-"""
+"""Processos dos testes: rodar, achar e encerrar só o que um teste (ou a sessão) iniciou, por
+PID, nunca por nome (o Ray de outro usuário na mesma máquina sobrevive à suíte)."""
 
 from __future__ import annotations
 
@@ -25,9 +22,7 @@ from labutils import system
 def run_python(
     code: str, *, timeout: float, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Roda ``code`` (sem o recuo comum) num Python novo, num grupo de processos encerrado
-    inteiro ao fim ou no ``timeout`` (:func:`labutils.system.run`), com ``env`` somado ao
-    ambiente; o código de saída não é conferido."""
+    """Roda ``code`` num Python novo (:func:`labutils.system.run`), sem conferir o código."""
     return system.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         timeout=timeout,
@@ -75,8 +70,7 @@ def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
 
 # ---------------------------------------------------------------- os processos da sessão
 
-#: marca os processos de uma sessão do pytest (herdada pelos filhos, inclusive os órfãos de um
-#: ``ray start``); o ``conftest.py`` da raiz lhe dá um valor novo por sessão
+#: marca os processos de uma sessão do pytest (herdada pelos filhos, órfãos inclusive)
 SESSION_MARK = "LABUTILS_PYTEST_SESSION"
 
 
@@ -88,10 +82,8 @@ def remember_descendants(seen: dict[int, float]) -> None:
 
 
 def session_pids(mark: str, seen: Mapping[int, float] | None = None) -> set[int]:
-    """Processos vivos da sessão ``mark``, só deste usuário: descendentes deste processo, com
-    ``SESSION_MARK=mark`` no ambiente, ou vistos descendentes antes (``seen``: o Ray renomeia
-    processos, e o ambiente de um renomeado não se lê mais; a hora de criação afasta um PID
-    reaproveitado)."""
+    """Processos vivos da sessão ``mark``, deste usuário: descendentes, com a marca no ambiente
+    ou vistos antes em ``seen`` (a hora de criação afasta um PID reaproveitado)."""
     root = os.getpid()
     found = descendants(root)
     for pid, created in (seen or {}).items():
