@@ -101,27 +101,23 @@ class EpochTimer(tf.keras.callbacks.Callback):
 class GpuSampler:
     """Amostra a utilização das GPUs (``nvidia-smi``) num ``with``; sem ela, fica vazio."""
 
-    QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
-
     def __init__(self, interval: float = 0.5):
         self.interval = interval
         self.samples: list[tuple[int, float]] = []  # (índice da GPU, utilização %)
         self._stop = threading.Event()
 
-    def _sample_once(self) -> bool:
-        try:
-            cmd = ["nvidia-smi", *self.QUERY]
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout
-        except (OSError, subprocess.SubprocessError):
-            return False  # sem nvidia-smi: só CPU
-        for line in out.strip().splitlines():
-            index, util = line.split(",")
-            self.samples.append((int(index), float(util)))
-        return True
-
     def _loop(self) -> None:
-        while self._sample_once() and not self._stop.wait(self.interval):
-            pass
+        cmd = ["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
+        while True:
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True)
+            except (OSError, subprocess.SubprocessError):
+                return  # sem nvidia-smi: só CPU
+            for line in out.stdout.strip().splitlines():
+                index, util = line.split(",")
+                self.samples.append((int(index), float(util)))
+            if self._stop.wait(self.interval):
+                return
 
     def __enter__(self) -> GpuSampler:
         self.samples = []

@@ -89,7 +89,6 @@ def ensure_auth_token(*, generate: bool = True) -> str:
     kind, path = config.token_source()
     if kind == "env":
         return "variável RAY_AUTH_TOKEN"
-    assert path is not None
     if not path.is_file() and generate and kind == "path":
         run_ray([ray_executable(), "get-auth-token", "--generate"], timeout=30, show_output=False)
     if not path.is_file():
@@ -116,12 +115,9 @@ def ensure_auth_token(*, generate: bool = True) -> str:
 
 def auth_token() -> str:
     """O token que este processo usaria. É um segredo: não o imprima nem o salve num notebook."""
-    token = config.env("RAY_AUTH_TOKEN")
-    if token:
-        return token
-    _, path = config.token_source()
+    kind, path = config.token_source()
     try:
-        return path.read_text().strip()  # type: ignore[union-attr]
+        return config.env("RAY_AUTH_TOKEN") if kind == "env" else path.read_text().strip()
     except OSError as err:
         raise ClusterError(
             f"Não achei o token de autenticação do Ray em {path}: gere um com "

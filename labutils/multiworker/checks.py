@@ -155,8 +155,7 @@ def _numbered(start: int, count: int) -> Any:
 
 
 def _as_the_strategy_sees_it(dataset: Any, num_workers: int, index: int, global_batch: int) -> Any:
-    """O que a estratégia faz com o dataset de um worker: com ``AutoShardPolicy.OFF``, nada; senão
-    (dados em memória: ``DATA``) cada lote global em ``num_workers`` pedaços, um por worker."""
+    """O dataset de um worker como a estratégia o fatia (``OFF``: inteiro; senão, ``DATA``)."""
     import tensorflow as tf
 
     policy = dataset.options().experimental_distribute.auto_shard_policy
@@ -242,8 +241,7 @@ _SURE = 0.9
 
 
 def check_build_model(build_model: Any, num_classes: int = 100) -> None:
-    """Confere ``build_model(strategy, num_classes)`` pelo que o modelo faz: no escopo da
-    estratégia, compilado, a perda certa num lote conhecido e a métrica ``accuracy``."""
+    """Confere ``build_model`` pelo que o modelo faz: escopo, compilação, perda e acurácia."""
     import numpy as np
     import tensorflow as tf
 
@@ -335,8 +333,7 @@ def _weights_digest(model: Any) -> list[float]:
 
 
 def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: float = 60) -> None:
-    """O ``ray.train.report`` é uma barreira: espera os outros workers chegarem a ele (ou
-    terminarem sem chegar: o veredito explica)."""
+    """O ``ray.train.report`` é uma barreira: espera os outros workers (ou o fim deles)."""
     (shared / f"{name}.rank{rank}").touch()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -348,8 +345,7 @@ def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: fl
 
 
 def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, Any]:
-    """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez. Com
-    ``config["_resume_from"]``, ``ray.train.get_checkpoint()`` devolve aquela pasta."""
+    """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez."""
     from unittest import mock
 
     import ray.train
@@ -479,8 +475,7 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
 
 
 def _run_job(workdir: str, index: str) -> int:
-    """Um worker: a função de ``job.pkl``; o retorno em ``result_<i>.pkl`` ou o traceback em
-    ``error_<i>.txt`` (e sai com 1)."""
+    """Um worker: o retorno em ``result_<i>.pkl`` ou o traceback em ``error_<i>.txt``."""
     from ray import cloudpickle
 
     fn, config = cloudpickle.loads((Path(workdir) / "job.pkl").read_bytes())
@@ -610,8 +605,7 @@ def _verdict(seen: list[dict[str, Any]], num_workers: int, global_batch: int) ->
 
 
 def _resume_verdict(before: list[dict[str, Any]], seen: list[dict[str, Any]], epochs: int) -> None:
-    """A nova tentativa (``ray.train.get_checkpoint()`` com o checkpoint da época 1): cada worker
-    parte dos pesos gravados e treina só as épocas que faltam."""
+    """A retomada: cada worker parte dos pesos gravados e treina só as épocas que faltam."""
     saved = before[0]["weights"]
     for worker in seen:
         rank = worker["rank"]
@@ -701,8 +695,7 @@ def judge_run(
     batch_per_worker: int,
     epochs: int,
 ) -> Path:
-    """Julga o treino por ``facts`` (:func:`run_facts`) e pela pasta da execução em ``storage``;
-    devolve o checkpoint da última época."""
+    """Julga o treino por ``facts`` e pela pasta em ``storage``; devolve o último checkpoint."""
     if not facts.get("has_checkpoint") or facts.get("metrics") is None:
         raise CheckFailed(
             "O treino não devolveu checkpoint nem métricas: chame ray.train.report(métricas, "
