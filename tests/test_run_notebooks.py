@@ -21,13 +21,7 @@ def test_make_notebooks_runs_every_lesson_and_the_solution_but_not_the_student_c
 
 
 def _notebook(path, *sources):
-    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, path)
+    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), path)
     return path
 
 
