@@ -1,6 +1,7 @@
 """A forma do labutils: sem círculos de import e um só leitor do ambiente (``labutils.config``)."""
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -41,31 +42,16 @@ def labutils_imports(path: Path, known: set[str]) -> set[str]:
 def find_cycle(package: Path) -> list[str] | None:
     """Um círculo de imports entre módulos de ``package`` (mesmo dentro de funções), ou ``None``;
     um ``__init__`` que importa os próprios submódulos para reexportá-los não conta."""
-    modules = sorted(package.rglob("*.py"))
-    known = {module_name(p, package) for p in modules}
+    known = {module_name(p, package) for p in package.rglob("*.py")}
     graph = {}
-    for p in modules:
+    for p in package.rglob("*.py"):
         name = module_name(p, package)
         deps = labutils_imports(p, known) - {name, "labutils"}
         graph[name] = {d for d in deps if not name.startswith(d + ".")}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(graph.get(node, ())):
-            if state.get(dep) == 1:
-                return stack[stack.index(dep) :] + [dep]
-            if dep not in state and (cycle := visit(dep)):
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (cycle := visit(node)):
-            return cycle
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as err:
+        return err.args[1]
     return None
 
 
