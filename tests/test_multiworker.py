@@ -167,8 +167,7 @@ def test_the_student_loop_is_all_todo_and_the_first_one_is_named_before_starting
     for number, name in ((1, "worker_datasets"), (2, "build_model")):
         with pytest.raises(checks.TodoNotDone, match=f"^TODO {number} "):
             getattr(checks, f"check_{name}")(student[name])
-    todo3 = "TODO 3 ainda não terminado: escreva a função de treino de cada worker."
-    assert checks.pending_todo(student["train_loop_per_worker"]) == todo3
+    assert checks.pending_todo(student["train_loop_per_worker"]).startswith("TODO 3 ")
     start = time.monotonic()
     with pytest.raises(checks.TodoNotDone, match="^Termine o TODO 1 primeiro"):
         checks.check_training_function(student["train_loop_per_worker"], {"batch_per_worker": 8})
