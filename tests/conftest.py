@@ -16,8 +16,7 @@ _FILES = pytest.StashKey[set]()
 
 
 def _run_cluster():
-    """Sobe o cluster (``next`` o entrega; o seguinte o para): o ``with`` termina numa exceção de
-    propósito, e o cluster tem de parar assim mesmo, sem processos nem pasta temporária."""
+    """Sobe o cluster (``next``) e o para (o seguinte) por uma exceção: tem de parar inteiro."""
     from labutils import system
     from labutils.cluster import LocalCluster
 
@@ -37,10 +36,8 @@ def _run_cluster():
 
 
 class SharedCluster:
-    """Um cluster local de verdade (nó principal + 2 workers, 1 CPU cada, com painel), dividido
-    pelos testes que o pedem (subir um custa ~25 s em 2 núcleos), com os atributos do
-    :class:`LocalCluster`. Sobe no primeiro atributo lido e para antes de um teste de outro
-    arquivo (:func:`pytest_runtest_teardown`); pedido de novo, sobe de novo."""
+    """Um cluster local de verdade (principal + 2 workers, 1 CPU cada, com painel) dividido pelos
+    testes de um arquivo (subir custa ~25 s): sobe no primeiro atributo lido."""
 
     def __init__(self) -> None:
         self._run = None
@@ -76,8 +73,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """Para o cluster local se o próximo teste deste processo (o pytest-xdist guarda sempre um à
-    frente) está num arquivo que não o usa, ou se não há próximo."""
+    """Para o cluster local se o próximo teste deste processo não o usa (ou não há próximo)."""
     cluster = item.config.stash.get(_CLUSTER, None)
     if cluster is not None and cluster.running:
         if nextitem is None or nextitem.path not in item.config.stash.get(_FILES, set()):

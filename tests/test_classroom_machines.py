@@ -1,14 +1,7 @@
-"""A sala de aula em máquinas separadas: cada "máquina" é um *network namespace* com IP, ``HOME``
-(o token) e ``TMPDIR`` (o ``/tmp/ray``) próprios, e o instrutor e um aluno com um firewall que só
-abre as portas de :data:`labutils.cluster.CLASSROOM_PORTS`. Com os comandos do README e da lição
-04 (``start-head``, ``join``), confere o que uma turma encontra: o ``join`` sem o token ou com o
-errado recusado em segundos; a busca da lição 02 nas duas máquinas com o MSE do driver; o treino
-da solução da lição 07, que volta do último checkpoint quando o cabo de uma máquina é puxado (e as
-tarefas dela voltam em outra), em tempo limitado; o driver que desiste quando o nó principal some.
-
-Precisa de root (``ip netns``) e do ``iptables``; sem eles, é pulado com o motivo. No fim (também
-se falhar), todo processo iniciado nos namespaces é encerrado e eles são removidos.
-"""
+"""A sala de aula em máquinas separadas (*network namespaces* com IP, ``HOME`` e ``TMPDIR``
+próprios; instrutor e aluno atrás de um firewall com só as portas da sala), com os comandos do
+README e da lição 04: o que uma turma encontra, do ``join`` ao cabo puxado no meio do treino.
+Precisa de root (``ip netns``) e do ``iptables``; sem eles, é pulado com o motivo."""
 
 from __future__ import annotations
 
