@@ -45,55 +45,35 @@ def _lesson_05():
 
 # Só a fronteira: o que um usuário digita (endereços, números na linha de comando ou numa célula)
 # e o ambiente; (chamada, exceção, trecho que nomeia o valor ruim), com o id "função: o problema".
-CASES = [
-    pytest.param(lambda: _scale("mediana"), ValueError, "'mediana'", id="LABUTILS_SCALE ruim"),
-    pytest.param(
-        lambda: raytools.init_ray(num_cpus=0), ValueError, "recebi 0", id="init_ray: 0 CPUs"
-    ),
-    pytest.param(
+CASES = {
+    "LABUTILS_SCALE ruim": (lambda: _scale("mediana"), ValueError, "'mediana'"),
+    "init_ray: 0 CPUs": (lambda: raytools.init_ray(num_cpus=0), ValueError, "recebi 0"),
+    "init_ray: num_cpus com cluster": (
         lambda: raytools.init_ray(address="10.0.0.1:6379", num_cpus=3),
         ValueError,
         "num_cpus=3",
-        id="init_ray: num_cpus com cluster",
     ),
-    pytest.param(
-        lambda: _lesson_05().setup_devices(0), ValueError, "recebi 0", id="tf.setup_devices: 0 CPUs"
-    ),
-    pytest.param(
-        lambda: multiworker.plan_workers(0), ValueError, "recebi 0", id="plan_workers: 0 workers"
-    ),
-    pytest.param(
-        lambda: cluster.join("10.0.0.1"), RuntimeError, "'10.0.0.1'", id="join: sem porta"
-    ),
-    pytest.param(lambda: cluster.join("servidor"), RuntimeError, "'servidor'", id="join: endereço"),
-    pytest.param(
-        lambda: cluster.start_head(port=70000), RuntimeError, "70000", id="start_head: porta 70000"
-    ),
-    pytest.param(
-        lambda: _cli(bench_main, ["--repeats", "0"]),
-        ValueError,
-        "recebi 0",
-        id="bench: --repeats 0",
-    ),
-    pytest.param(
-        lambda: _cli(bench_main, ["--only", "gpu"]), ValueError, "'gpu'", id="bench: --only gpu"
-    ),
-    pytest.param(
+    "tf.setup_devices: 0 CPUs": (lambda: _lesson_05().setup_devices(0), ValueError, "recebi 0"),
+    "plan_workers: 0 workers": (lambda: multiworker.plan_workers(0), ValueError, "recebi 0"),
+    "join: sem porta": (lambda: cluster.join("10.0.0.1"), RuntimeError, "'10.0.0.1'"),
+    "join: endereço": (lambda: cluster.join("servidor"), RuntimeError, "'servidor'"),
+    "start_head: porta 70000": (lambda: cluster.start_head(port=70000), RuntimeError, "70000"),
+    "bench: --repeats 0": (lambda: _cli(bench_main, ["--repeats", "0"]), ValueError, "recebi 0"),
+    "bench: --only gpu": (lambda: _cli(bench_main, ["--only", "gpu"]), ValueError, "'gpu'"),
+    "cluster start-head --num-cpus -1": (
         lambda: _cli(cluster_main, ["start-head", "--num-cpus", "-1"]),
         ValueError,
         "recebi '-1'",
-        id="cluster start-head --num-cpus -1",
     ),
-    pytest.param(
+    "cluster local --workers 0": (
         lambda: _cli(cluster_main, ["local", "--workers", "0"]),
         ValueError,
         "recebi '0'",
-        id="cluster local --workers 0",
     ),
-]
+}
 
 
-@pytest.mark.parametrize(("call", "error", "fragment"), CASES)
+@pytest.mark.parametrize(("call", "error", "fragment"), CASES.values(), ids=CASES.keys())
 def test_bad_input_fails_fast_with_a_portuguese_message_naming_it(request, call, error, fragment):
     start = time.monotonic()
     with pytest.raises(error, match=re.escape(fragment)):
