@@ -448,7 +448,6 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
             for i, cfg in enumerate(configs):
                 extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
                 env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
-                env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
                 cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
                 with open(folder / f"worker_{i}.log", "wb") as log:
                     procs.append(system.spawn_group(cmd, env=env, stdout=log, stderr=log))
