@@ -53,13 +53,3 @@ def test_optional_sections_come_last(path):
         f"{path.name}: as células principais {cells} vêm depois de uma seção opcional; "
         "leve a seção opcional para o fim (antes do encerramento)."
     )
-
-
-def test_the_rule_accepts_releases_and_refuses_code():
-    code = nbformat.v4.new_code_cell
-    optional = code("x = 1", metadata={"tags": ["opcional"]})
-    release = code("if cluster is not None:\n    cluster.stop()\nray.shutdown()")
-    nb = nbformat.v4.new_notebook(cells=[code("a = 1"), optional, release])
-    assert core_cells_after_optional(nb) == []
-    nb.cells.append(code("print(x)"))
-    assert core_cells_after_optional(nb) == [3]
