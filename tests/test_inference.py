@@ -82,15 +82,6 @@ def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, mode
     assert "treino rápido anterior" in origin
 
 
-def test_image_files_roundtrip(tmp_path, images):
-    import pyarrow.parquet as pq
-
-    folder = inference.write_image_files(images, tmp_path / "img", files=3)
-    table = pq.read_table(folder).sort_by("id")
-    assert table.num_rows == N_IMAGES
-    assert np.array_equal(inference.decode(table["image"].to_pylist()), images)
-
-
 def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
     """A classe dos atores e do Ray Data do benchmark, chamada aqui mesmo (sem Ray), com lotes de
     Parquet."""
@@ -100,6 +91,7 @@ def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
     predictor = LESSON_06.BatchPredictor(LESSON_06.model_bytes(model))
     inference.check_same_labels(expected, predictor.predict(images), "Predictor.predict")
     table = pq.read_table(inference.write_image_files(images, tmp_path, files=2)).sort_by("id")
+    assert np.array_equal(inference.decode(table["image"].to_pylist()), images)  # ida e volta
     out = predictor({"id": table["id"].to_numpy(), "image": table["image"].to_pylist()})
     inference.check_same_labels(expected, (out["label"], out["confidence"]), "__call__")
     assert predictor.info()["carga_s"] >= 0
