@@ -25,24 +25,20 @@ STUDENT = ROOT / "notebooks" / "07_exercicio_multiworker_aluno.ipynb"
 # ---------------------------------------------------------------- gerador
 
 
-def test_region_becomes_its_stub_with_the_marker_indentation():
-    source = (
-        "def f(x):\n"
-        "    y = 1\n"
-        "    # BEGIN SOLUTION\n"
-        "    # STUB: return checks.todo(1, 'faça')\n"
-        "    return x + y\n"
-        "    # END SOLUTION\n"
-        "print(f)"
-    )
-    assert exercise.strip_solutions(source) == (
-        "def f(x):\n    y = 1\n    return checks.todo(1, 'faça')\nprint(f)"
-    )
-
-
-def test_several_stub_lines_and_markdown_regions():
-    source = "a\n<!-- BEGIN SOLUTION -->\n<!-- STUB: # Aluno -->\n<!-- STUB: -->\n# Solução\n<!-- END SOLUTION -->\nb"
-    assert exercise.strip_solutions(source) == "a\n# Aluno\n\nb"
+@pytest.mark.parametrize(
+    ("source", "student"),
+    [
+        ("def f(x):\n    y = 1\n    # BEGIN SOLUTION\n    # STUB: return checks.todo(1, 'faça')\n"
+         "    return x + y\n    # END SOLUTION\nprint(f)",
+         "def f(x):\n    y = 1\n    return checks.todo(1, 'faça')\nprint(f)"),
+        ("a\n<!-- BEGIN SOLUTION -->\n<!-- STUB: # Aluno -->\n<!-- STUB: -->\n# Solução\n"
+         "<!-- END SOLUTION -->\nb",
+         "a\n# Aluno\n\nb"),
+    ],
+    ids=["com o recuo do marcador", "várias linhas STUB, em markdown"],
+)  # fmt: skip
+def test_a_region_becomes_its_stub(source, student):
+    assert exercise.strip_solutions(source) == student
 
 
 @pytest.mark.parametrize(
