@@ -131,11 +131,16 @@ def listening_and_closed_port():
         yield server.getsockname()[1], free
 
 
-def test_port_taken_warns_and_free_port_is_ok():
+def test_port_taken_warns_and_free_port_is_ok_and_an_unreachable_host_warns():
     with listening_and_closed_port() as (taken, free):
         rows = doctor.check_ports({"cabeça": taken, "painel": free})
+        hosts, reachable = doctor.check_hosts(
+            {"A": ("127.0.0.1", taken), "B": ("127.0.0.1", free)}, timeout=1
+        )
     assert [r.status for r in rows] == [WARN, OK]
     assert str(taken) in rows[0].item and f":{taken}" in rows[0].remedy
+    assert reachable == {"A": True, "B": False}
+    assert [r.status for r in hosts] == [OK, WARN] and "make data" in hosts[1].remedy
 
 
 # ---------------------------------------------------------------- escala, dados e rede
@@ -180,15 +185,6 @@ def test_data_present_is_ok(empty_data_dir, monkeypatch):
     (empty_data_dir / "cifar100" / "3.0.2" / "dataset_info.json").write_text("{}")
     rows = doctor.check_datasets({"California Housing": False, "CIFAR-100": False})
     assert [r.status for r in rows] == [OK, OK]
-
-
-def test_hosts_reachable_and_unreachable_on_localhost():
-    with listening_and_closed_port() as (up, down):
-        rows, reachable = doctor.check_hosts(
-            {"A": ("127.0.0.1", up), "B": ("127.0.0.1", down)}, timeout=1
-        )
-    assert reachable == {"A": True, "B": False}
-    assert [r.status for r in rows] == [OK, WARN] and "make data" in rows[1].remedy
 
 
 def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):

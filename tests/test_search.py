@@ -165,7 +165,7 @@ def test_plan_chunks_leaves_no_core_idle_at_the_end():
         assert list_schedule_makespan(costs, cores) > 1.01 * sum(costs) / cores
 
 
-def test_merged_forest_predicts_like_whole_forest(data):
+def test_merged_forest_predicts_like_whole_forest_and_mismatched_chunks_are_refused(data):
     X_train, y_train, X_test, _ = data
     whole = RandomForestRegressor(n_estimators=12, max_depth=6, random_state=42).fit(
         X_train, y_train
@@ -181,11 +181,7 @@ def test_merged_forest_predicts_like_whole_forest(data):
         assert a.random_state == b.random_state
         np.testing.assert_array_equal(a.tree_.threshold, b.tree_.threshold)
     np.testing.assert_allclose(merged.predict(X_test), whole.predict(X_test), rtol=1e-12)
-
-
-def test_merge_forests_rejects_mismatch(data):
-    X_train, y_train, _, _ = data
-    a = fit_forest_chunk(2, 3, X_train, y_train)
+    a = fit_forest_chunk(2, 3, X_train, y_train)  # blocos de florestas diferentes: recusados
     b = fit_forest_chunk(2, 4, X_train, y_train, first_tree=2)
     with pytest.raises(ValueError, match="max_depth"):
         merge_forests([a, b])
@@ -235,13 +231,10 @@ class _FakeRay(types.ModuleType):
         return self.values[ref]
 
 
-def test_gather_returns_submission_order(monkeypatch):
+def test_gather_returns_submission_order_and_times_out_instead_of_hanging(monkeypatch):
     values = [(10, 4, 0.3, 1.0), (20, 6, 0.2, 2.0), (30, 8, 0.1, 3.0)]
     monkeypatch.setitem(sys.modules, "ray", _FakeRay(values))
     assert gather_with_progress([0, 1, 2]) == values  # chegam na ordem inversa
-
-
-def test_gather_times_out_instead_of_hanging(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", _FakeRay([(1, 1, 0.0, 0.0)], stall=True))
     with pytest.raises(TimeoutError, match="Nenhuma tarefa terminou"):
         gather_with_progress([0], timeout_s=0.01)
