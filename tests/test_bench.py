@@ -110,9 +110,7 @@ def test_inference_rows_have_speedup_and_bound_or_say_why_not():
 
 
 def test_speedup_agrees_with_the_printed_medians_for_even_repeats():
-    """Com um número par de repetições, o speedup de cada linha é a razão das medianas que o
-    relatório imprime ao lado (``statistics.median``: a média dos dois do meio), em todas as
-    seções que calculam o speedup longe do ``Measurement``."""
+    """Com um número par de repetições, o speedup é a razão das medianas impressas ao lado."""
     report = Report({})
     values = {
         k: [100.0 * (i + 1), 130.0 * (i + 1) ** 1.5] for i, k in enumerate(inference_bench.ROWS)
@@ -216,9 +214,7 @@ def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
 
 @pytest.mark.timeout(120)
 def test_search_section_end_to_end_on_the_lessons_code(tmp_path):
-    """``python -m tools.bench --only search`` na escala smoke: cada abordagem medida (o laço, o
-    lado a lado, as tarefas e os blocos da lição 02, o Tuner e o GridSearchCV da lição 03), cada
-    uma lida contra um limite que a máquina permite, as duas metas numa linha cada."""
+    """``--only search``, escala smoke: cada abordagem medida e lida contra um limite possível."""
     argv = [sys.executable, "-m", "tools.bench", "--scale", "smoke", "--repeats", "1",
             "--only", "search", "--out", str(tmp_path)]  # fmt: skip
     env = {**os.environ, "LABUTILS_SCALE": "smoke"}

@@ -98,8 +98,7 @@ def test_cli_check_detects_a_stale_student_notebook(tmp_path, capsys):
 
 
 def test_the_student_notebook_leaves_todos_4_and_5_to_the_student():
-    """Rodadas, as células dos TODOs 4 e 5 do aluno param nas suas verificações (os TODOs 1 a 3:
-    ``test_multiworker.py``)."""
+    """Rodadas, as células dos TODOs 4 e 5 do aluno param nas suas verificações."""
     cifar = SimpleNamespace(
         train=None, test=None, num_test=0, num_classes=100, is_mock=True, source=""
     )

@@ -1,7 +1,5 @@
 """Inferência em lote (lição 06): as peças de cada degrau, a leitura em blocos e os pedidos
-impossíveis; só a correção, com imagens aleatórias e um modelo sem treino. Os degraus com Ray
-(que dão os mesmos rótulos que um processo só) são conferidos pela própria lição (nbval).
-"""
+impossíveis, com um modelo sem treino; os degraus com Ray, a própria lição os confere (nbval)."""
 
 from __future__ import annotations
 
@@ -83,8 +81,7 @@ def test_load_or_train_uses_lesson_05_model_or_trains_and_says_so(tmp_path, mode
 
 
 def test_predictor_class_gives_model_predict_labels(tmp_path, model, images):
-    """A classe dos atores e do Ray Data do benchmark, chamada aqui mesmo (sem Ray), com lotes de
-    Parquet."""
+    """A classe dos atores e do Ray Data, chamada sem Ray, com lotes de Parquet."""
     import pyarrow.parquet as pq
 
     expected = predict_labels(model, images, BATCH)

@@ -1,7 +1,5 @@
-"""Lição 03: o ``Tuner`` que a célula ``roda_tuner`` monta grava em ``results/tune`` (e não em
-``~/ray_results``), minimiza o ``mse``, com 1 CPU por trial e tantos trials juntos quantas CPUs.
-A célula é lida do notebook e executada com um dublê do ``tune.Tuner`` (nenhum Ray é iniciado).
-"""
+"""Lição 03: o ``Tuner`` da célula ``roda_tuner`` grava em ``results/tune``, minimiza o ``mse``, com
+1 CPU por trial e tantos trials juntos quantas CPUs (com um dublê do ``tune.Tuner``, sem Ray)."""
 
 from __future__ import annotations
 

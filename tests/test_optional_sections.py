@@ -1,7 +1,5 @@
-"""As seções opcionais ficam no fim de cada notebook: depois da primeira célula de código
-opcional (tag ``opcional``), só vêm opcionais e o encerramento (``ray.shutdown()``,
-``cluster.stop()``). Assim, quem pula as opcionais roda exatamente o começo da execução
-inteira, que o nbval confere: nenhuma célula principal pode depender de uma opcional."""
+"""As seções opcionais ficam no fim de cada notebook (depois delas, só o encerramento): quem as pula
+roda o começo da execução inteira, que o nbval confere."""
 
 import ast
 from pathlib import Path
@@ -13,8 +11,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def only_releases(source: str) -> bool:
-    """Se a célula só encerra: ``ray.shutdown()`` e ``x.stop()`` sem argumentos, direto ou sob
-    um ``if`` sem ``else``."""
+    """Se a célula só encerra (``ray.shutdown()``, ``x.stop()``, talvez sob um ``if``)."""
 
     def releases(stmt: ast.stmt) -> bool:
         if isinstance(stmt, ast.If):
@@ -32,8 +29,7 @@ def only_releases(source: str) -> bool:
 
 
 def core_cells_after_optional(nb) -> list[int]:
-    """Os índices das células de código principais que vêm depois de uma opcional e fazem mais
-    que encerrar."""
+    """As células principais depois de uma opcional que fazem mais que encerrar."""
     seen_optional = False
     found = []
     for i, cell in enumerate(nb.cells):

@@ -1,6 +1,5 @@
-"""Lição 03 sem Ray: a floresta que cresce, o ``GridSearchCV`` local e as conferências (também com
-um resultado estragado de propósito). As buscas no Ray são conferidas pela própria lição (nbval).
-"""
+"""Lição 03 sem Ray: a floresta que cresce, o ``GridSearchCV`` local e as conferências; as buscas
+no Ray, a própria lição as confere (nbval)."""
 
 from __future__ import annotations
 
@@ -63,8 +62,7 @@ def test_first_trial_delay_is_measured_to_the_earliest_trial():
 
 
 def test_search_difference_names_what_differs(local):
-    """A conferência da lição 03 (``assert search_difference(...) is None``) fica vermelha quando
-    um MSE, a melhor configuração ou a lista de configurações mudam."""
+    """A conferência da lição 03 fica vermelha se um MSE, a melhor ou as configurações mudam."""
     assert tuning.search_difference(local, local) is None
     assert tuning.search_difference([(*r[:2], r[2] + 1e-10, r[3]) for r in local], local) is None
     nudged = [(n, d, mse + 1e-7, s) for n, d, mse, s in local]

@@ -1,6 +1,5 @@
-"""Entrada ruim na fronteira do ``labutils`` (o ambiente, a linha de comando, o que o aluno passa
-numa célula): falha em menos de :data:`FAST_S` s (sem esperar rede, Ray ou recursos), nomeando o
-valor."""
+"""Entrada ruim na fronteira do ``labutils`` (ambiente, linha de comando, célula): falha em menos
+de :data:`FAST_S` s, nomeando o valor."""
 
 from __future__ import annotations
 
