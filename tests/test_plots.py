@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import pytest
 
 from labutils import plots
@@ -59,11 +58,6 @@ def test_plot_speedups_shows_bars_and_bounds():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["roteiro", "blocos"]
     np.testing.assert_allclose(ax.collections[0].get_offsets()[:, 0], [2.0, 1.95])
     assert "Speedup" in ax.get_xlabel()
-    plt.close(fig)
-    # colunas de um DataFrame também servem (é o que o notebook passa)
-    table = pd.DataFrame({"n": ["a", "b", "c"], "s": [1.0, 2.0, 3.0], "b": [2.0, 2.0, 3.0]})
-    fig = plots.plot_speedups(table["n"], table["s"], table["b"], cores=4)
-    assert len(fig.axes[0].patches) == 3
     plt.close(fig)
 
 
