@@ -102,8 +102,7 @@ def session_pids(mark: str, seen: Mapping[int, float] | None = None) -> set[int]
 
 
 def ray_like(proc: psutil.Process) -> bool:
-    """Processo do Ray: os daemons (gcs_server, raylet) ou um processo Python do Ray
-    (workers ``ray::...``, painel, agentes, ``ray start --block``)."""
+    """Processo do Ray: gcs_server, raylet ou um Python do Ray (workers, painel, ``ray start``)."""
     try:
         name = proc.name()
         cmdline = " ".join(proc.cmdline())
@@ -117,8 +116,7 @@ def ray_like(proc: psutil.Process) -> bool:
 def ray_leftovers(
     mark: str, grace: float, seen: Mapping[int, float] | None = None
 ) -> dict[int, str]:
-    """``{pid: linha de comando}`` dos processos do Ray da sessão (:func:`session_pids`) ainda
-    vivos depois de ``grace`` segundos."""
+    """``{pid: linha de comando}`` do Ray da sessão ainda vivo depois de ``grace`` segundos."""
     deadline = time.monotonic() + grace
     while True:
         left = {}

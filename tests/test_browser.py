@@ -1,9 +1,6 @@
-"""Num navegador de verdade (o Chromium do Debian, guiado pelo Playwright; nada é baixado), as
-duas páginas dos alunos: o JupyterLab lista as lições na ordem e roda a lição 00 inteira ("Run All
-Cells"); o painel do Ray, com token, mostra os nós do cluster local. Sem o Chromium, os testes são
-PULADOS com a instrução de instalação. As capturas de tela vão para ``tests/artifacts/``; com
-``UPDATE_DOCS_SCREENSHOTS=1``, a do painel vai também para ``docs/img/`` (a figura da lição 04).
-"""
+"""Num navegador de verdade (o Chromium do Debian, pelo Playwright): o JupyterLab lista as lições e
+roda a lição 00 inteira; o painel do Ray, com token, mostra os nós do cluster local. Sem o Chromium,
+PULADOS com a instrução; ``UPDATE_DOCS_SCREENSHOTS=1`` copia a captura do painel para docs/img/."""
 
 from __future__ import annotations
 

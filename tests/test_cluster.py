@@ -73,8 +73,7 @@ def test_token_auth_is_on_and_cluster_is_private(local_cluster):
 
 
 def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
-    """Uma fonte só: ``python -m labutils.cluster ports`` imprime ``CLASSROOM_PORTS``, e cada
-    porta dela vira uma opção do ``ray start`` do nó principal."""
+    """Uma fonte só: cada porta de ``CLASSROOM_PORTS`` impressa e passada ao ``ray start``."""
     assert cli_main(["ports"]) == 0
     table = capsys.readouterr().out
     cmd = " ".join(classroom.head_command())

@@ -1,7 +1,5 @@
-"""Segurança por padrão: painel e API de jobs só em ``localhost``, autenticação por token ligada
-em cada porta de entrada (``start_head``, a linha de comando, o ambiente dos nós, o cluster local
-e o Ray local dos notebooks), e o token: quem não o tem, ou tem o errado, é recusado depressa.
-"""
+"""Segurança por padrão: painel e API de jobs só em ``localhost``, token ligado em cada porta de
+entrada, e quem não tem o token, ou tem o errado, recusado depressa."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""As autoverificações da lição 07 contra respostas escritas por outras mãos.
-
-Cada resposta é um trecho completo, como um aluno o escreveria na célula do TODO: as **certas**
-seguem os idiomas da documentação do Keras, do TensorFlow e do Ray e diferem da solução (têm de
-passar); as **erradas** são os erros plausíveis (a verificação do seu TODO os pega, com a sua
-mensagem).
-"""
+"""As autoverificações da lição 07 contra respostas de outras mãos, trechos completos como um aluno
+os escreveria: as certas (outros idiomas do Keras, TensorFlow e Ray) passam; as erradas, erros
+plausíveis, são pegas pela verificação do seu TODO."""
 
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ def _cell(defines: str) -> str:
 
 
 def _answers(*snippets: str) -> dict:
-    """As funções da solução (dados, modelo, checkpoint, função de treino), com cada trecho
-    ``snippets`` executado por cima: a resposta do aluno naquele TODO."""
+    """As funções da solução com cada trecho de ``snippets`` (a resposta do aluno) por cima."""
     ns = {"__name__": "__main__", **NAMESPACE}
     for defines in ("def worker_datasets(", "def build_model(", "def save_checkpoint("):
         exec(compile(_cell(defines), str(SOLUTION), "exec"), ns)
@@ -303,8 +298,7 @@ def train_loop_per_worker(config):
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_right_training_function_in_other_idioms_passes(capsys):
-    """Os dois passos (do zero e a retomada) de uma função certa que não é a da solução; a da
-    solução roda na correção (``tests/test_grade.py``)."""
+    """Os dois passos (do zero e a retomada) de uma função certa que não é a da solução."""
     ns = _answers(LOOP_OTHER_IDIOMS)
     checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
     assert "retomada do checkpoint" in capsys.readouterr().out
@@ -320,8 +314,7 @@ def test_a_strategy_created_after_the_data_is_caught():
 
 @pytest.mark.timeout(60)
 def test_a_wrong_earlier_todo_is_named_by_the_training_function_check():
-    """Com o TODO 1 errado (ou por fazer), a verificação do TODO 3 diz para consertá-lo primeiro,
-    em português, antes de iniciar processos."""
+    """Com o TODO 1 errado ou por fazer, a do TODO 3 o aponta antes de iniciar processos."""
     ns = _answers(DATA_SHARD_AFTER_SHUFFLE)
     start = time.monotonic()
     with pytest.raises(checks.CheckFailed, match="^Conserte o TODO 1 primeiro: .*Fatie com"):
@@ -416,8 +409,7 @@ def _trainers() -> dict[str, TensorflowTrainer]:
 
 
 def _fake_run(root: Path, epochs: list[int], *, model: bool = True, workers: int = 2) -> Path:
-    """A pasta de uma execução como o Ray Train a deixa: um ``checkpoint_*`` por época guardada,
-    com o ``worker_<rank>.json`` de cada worker e o ``model.keras`` (aqui, vazio)."""
+    """A pasta de uma execução como o Ray Train a deixa: um ``checkpoint_*`` por época."""
     run = root / f"execucao-{time.time_ns()}"
     for epoch in epochs:
         folder = run / f"checkpoint_2026-01-01_00-00-0{epoch}.000000"

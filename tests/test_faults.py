@@ -1,8 +1,5 @@
-"""Um worker do Ray morto (SIGKILL) no meio de uma tarefa da busca da lição 02 (``fit_and_score``
-com o ``max_retries`` da lição): a tarefa roda de novo e a busca termina com o MSE de um treino
-direto. Cada tentativa grava o PID do seu worker num arquivo; a 1ª da vítima espera (no máximo
-``HOLD_S``) o teste matá-la por esse PID.
-"""
+"""Um worker do Ray morto (SIGKILL) no meio de uma tarefa da busca da lição 02, com o
+``max_retries`` da lição: a tarefa roda de novo e a busca termina com o MSE de um treino direto."""
 
 from __future__ import annotations
 
