@@ -1,20 +1,11 @@
 """Coleta dos notebooks pelo nbval.
 
-- O notebook do aluno (``*_aluno.ipynb``) para de propósito no primeiro TODO: o nbval não o
-  executa. Ele é testado em ``tests/test_exercise.py`` (gerado a partir da solução, e falha só
-  com a mensagem amigável de "ainda não terminado").
-- As seções opcionais ficam no fim de cada notebook (``tests/test_optional_sections.py``): o
-  caminho principal é o começo da execução inteira, e uma passada só o confere.
-- **Uma execução só.** A lição 00 roda inteira no JupyterLab, no teste de navegador, e a solução
-  da lição 07 roda inteira (exemplos e opcionais incluídos) no teste da correção
-  (``tools/grade.py --all-cells``), numa cópia com um erro conhecido no TODO 2; os dois conferem
-  que nenhuma célula deu erro (na cópia, só a verificação do TODO 2). Quando esse teste está na
-  mesma sessão (e, para a 00, o Chromium existe), o nbval não roda o notebook de novo
-  (:data:`RUN_BY_TESTS`); rodando só ``notebooks/``, o nbval os executa.
-- Limite de tempo: cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)`` (o padrão
-  de 300 s do ``pyproject.toml`` vale para os testes comuns). Fica acima do
-  ``--nbval-cell-timeout``, que interrompe o kernel antes e dá a mensagem mais clara; este é o
-  limite de reserva se nem o kernel responder.
+- O notebook do aluno (``*_aluno.ipynb``) para de propósito no primeiro TODO: o nbval não o roda
+  (``tests/test_exercise.py`` o confere).
+- A lição 00 e a solução da 07 rodam inteiras num teste de ``tests/`` (:data:`RUN_BY_TESTS`):
+  quando esse teste está na sessão, o nbval não as roda de novo.
+- Cada célula ganha ``pytest.mark.timeout(NOTEBOOK_CELL_TIMEOUT_S)``, acima do
+  ``--nbval-cell-timeout`` (que interrompe o kernel com a mensagem mais clara).
 """
 
 from __future__ import annotations
