@@ -17,9 +17,6 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("TFDS_DISABLE_PROGRESS_BAR", "1")
 
 
-# ---------------------------------------------------------------- os longos primeiro
-
-
 #: os arquivos mais longos do ``make test`` (docs/tempos_do_make_test.md), do maior ao menor
 LONGEST = (
     "tests/test_grade.py",
@@ -45,8 +42,6 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=rank)  # estável: a ordem dentro de cada arquivo fica
 
-
-# ---------------------------------------------------------------- nenhum Ray deixado para trás
 
 #: quanto esperar que os processos do Ray da sessão saiam sozinhos antes de acusá-los
 #: (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``)
@@ -107,8 +102,6 @@ def _check_leftovers() -> str:
     kill_pids(left)
     return "\n".join(f"  {pid}: {cmd}" for pid, cmd in sorted(left.items()))
 
-
-# ---------------------------------------------------------------- saída sem o teardown nativo
 
 #: o código de saída da sessão, guardado no pytest_sessionfinish para o pytest_unconfigure
 EXIT_STATUS = pytest.StashKey[int]()

@@ -16,8 +16,6 @@ import psutil
 
 from labutils import system
 
-# ---------------------------------------------------------------- rodar
-
 
 def run_python(
     code: str, *, timeout: float, env: Mapping[str, str] | None = None
@@ -36,9 +34,6 @@ def last_json(done: subprocess.CompletedProcess) -> dict:
     """O JSON da última linha da saída de ``done``, que tem de ter terminado com código 0."""
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-# ---------------------------------------------------------------- achar
 
 
 def descendants(pid: int) -> set[int]:
@@ -67,8 +62,6 @@ def assert_gone(pids: Iterable[int], what: str, wait_s: float = 10) -> None:
             left.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
     assert not left, f"{what} ficaram vivos: {left}"
 
-
-# ---------------------------------------------------------------- os processos da sessão
 
 #: marca os processos de uma sessão do pytest (herdada pelos filhos, órfãos inclusive)
 SESSION_MARK = "LABUTILS_PYTEST_SESSION"

@@ -22,9 +22,6 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-# ---------------------------------------------------------------- o relatório
-
-
 def test_report_markdown_csv_and_figure(tmp_path):
     report = Report(machine_info("smoke"))
     report.add(Measurement("Busca", "laço", "tempo (s)", [4.0, 5.0, 6.0], note="base"))
@@ -140,9 +137,6 @@ def test_speedup_agrees_with_the_printed_medians_for_even_repeats():
     assert second.speedup == pytest.approx(first.median / second.median)
 
 
-# ---------------------------------------------------------------- a busca: o limite medido
-
-
 def _search_rows(totals: dict[str, list[float]], cfg_s: dict[tuple[int, int], float]):
     """As linhas da busca com tempos inventados (2 núcleos, 2 configurações, 3 blocos)."""
     grid = list(cfg_s)
@@ -182,9 +176,6 @@ def test_search_rows_are_read_against_the_measured_bound_and_say_the_targets():
     assert rows[S.SIDE].bound == 2.0
 
 
-# ---------------------------------------------------------------- dados ausentes: mensagem, não número
-
-
 def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("LABUTILS_DATA_DIR", str(tmp_path))
     from labutils.data import HOUSING_ROWS, DatasetUnavailableError
@@ -207,9 +198,6 @@ def test_full_scale_without_data_says_what_is_missing(tmp_path, monkeypatch):
     assert not report.rows
     assert len(report.skipped) == len(tf_bench.ROWS)
     assert all("CIFAR-100" in s.reason for s in report.skipped)
-
-
-# ---------------------------------------------------------------- de ponta a ponta, escala smoke
 
 
 @pytest.mark.timeout(120)

@@ -37,9 +37,6 @@ LESSON_00 = "00_diagnostico_ambiente.ipynb"
 RUN_ALL_TIMEOUT_S = 120
 
 
-# ---------------------------------------------------------------- utilidades
-
-
 @pytest.fixture
 def browser() -> Iterator:
     """Chromium do Debian, sem interface; sem ele, pula com o motivo e como instalá-lo."""
@@ -60,9 +57,6 @@ def browser() -> Iterator:
         finally:
             chromium.close()
     assert_gone(started, "processos do navegador")
-
-
-# ---------------------------------------------------------------- JupyterLab
 
 
 #: sem salvamento automático (os notebooks vão sem saídas para o git), kernel iniciado sem
@@ -202,9 +196,6 @@ def test_jupyterlab_lists_lessons_in_order_and_runs_lesson_00(browser, tmp_path)
         page.close()
     # sem salvamento automático: o notebook versionado continua sem saídas
     assert (NOTEBOOKS / LESSON_00).read_bytes() == original
-
-
-# ---------------------------------------------------------------- painel do Ray
 
 
 @pytest.mark.slow

@@ -14,8 +14,6 @@ from labutils import cluster, config, system
 from labutils.cluster import ClusterError, LocalCluster, classroom, local
 from labutils.cluster.__main__ import main as cli_main
 
-# ------------------------------------------------------------------ rápidos (sem cluster)
-
 
 def test_port_in_use_fails_fast_in_portuguese():
     with socket.socket() as busy:
@@ -48,9 +46,6 @@ def test_node_that_fails_to_start_gives_clear_error(monkeypatch):
     assert time.monotonic() - start < 10
     assert not system.alive(lc.pids)
     assert not Path(lc.temp_dir).exists()
-
-
-# ------------------------------------------------------------------ cluster real
 
 
 @pytest.mark.slow

@@ -97,9 +97,6 @@ def test_local_ray_of_the_notebooks_keeps_dashboard_private_and_token_on():
         ray.shutdown()
 
 
-# ------------------------------------------------------------------ token e avisos (rápidos)
-
-
 @pytest.mark.parametrize("via_env", [True, False])
 def test_an_existing_token_file_becomes_readable_only_by_its_owner(tmp_path, monkeypatch, via_env):
     monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
@@ -135,9 +132,6 @@ def test_silent_address_fails_within_the_connect_timeout():
     with pytest.raises(ConnectionError, match="Ninguém atende"):
         raytools.check_reachable("192.0.2.123:6379", timeout=1.0)
     assert time.monotonic() - start < 3
-
-
-# ------------------------------------------------------------------ cluster local no ar
 
 
 @pytest.fixture(scope="module")

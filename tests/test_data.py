@@ -85,9 +85,6 @@ def test_cli_status_reports_missing_data(data_dir, capsys):
     assert "California Housing: presente" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- downloads interrompidos
-
-
 def test_corrupt_housing_cache_names_the_file_to_delete_or_is_downloaded_again(
     data_dir, monkeypatch, capsys
 ):

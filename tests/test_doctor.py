@@ -14,8 +14,6 @@ from packaging.specifiers import SpecifierSet
 from labutils import data, doctor, system
 from labutils.doctor import FAIL, OK, WARN, Row
 
-# ---------------------------------------------------------------- versões
-
 
 def test_python_wrong_version_blocks():
     row = doctor.check_python(SpecifierSet(">=3.11,<3.12"), (3, 10, 4))
@@ -31,8 +29,6 @@ def test_package_pinned_ok_other_version_warns_missing_blocks():
     row = doctor.check_package(Requirement("pacote-que-nao-existe==1.0"))
     assert row.status == FAIL and "não instalado" in row.detail and row.remedy
 
-
-# ---------------------------------------------------------------- TensorFlow (sonda simulada)
 
 GOOD_PROBE = {
     "tf": "2.21.0",
@@ -63,9 +59,6 @@ def test_tf_keras_missing_or_inactive_blocks():
     broken_tf = {"error": "import tensorflow falhou"}
     assert doctor.check_tensorflow(broken_tf).status == FAIL
     assert doctor.check_tf_keras(broken_tf).status == FAIL
-
-
-# ---------------------------------------------------------------- Ray e portas
 
 
 def test_ray_without_a_dashboard_dependency_blocks_in_one_row(monkeypatch):
@@ -143,9 +136,6 @@ def test_port_taken_warns_and_free_port_is_ok_and_an_unreachable_host_warns():
     assert [r.status for r in hosts] == [OK, WARN] and "make data" in hosts[1].remedy
 
 
-# ---------------------------------------------------------------- escala, dados e rede
-
-
 def test_invalid_scale_blocks(monkeypatch):
     monkeypatch.setenv("LABUTILS_SCALE", "enorme")
     row = doctor.check_scale()
@@ -205,9 +195,6 @@ def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):
 def test_single_cpu_warns():
     assert doctor.check_cpus(1).status == WARN
     assert doctor.check_cpus(2).status == OK
-
-
-# ---------------------------------------------------------------- relatório e código de saída
 
 
 def test_require_ready_raises_only_on_failures():

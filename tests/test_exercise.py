@@ -22,9 +22,6 @@ SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 STUDENT = ROOT / "notebooks" / "07_exercicio_multiworker_aluno.ipynb"
 
 
-# ---------------------------------------------------------------- gerador
-
-
 @pytest.mark.parametrize(
     ("source", "student"),
     [
@@ -119,9 +116,6 @@ def test_the_student_notebook_leaves_todos_4_and_5_to_the_student():
         exec(cells[check - 1].source, ns)  # a célula da resposta vem logo antes da verificação
         with pytest.raises(checks.TodoNotDone, match=f"TODO {number}"):
             exec(cells[check].source, ns)
-
-
-# ---------------------------------------------------------------- autoverificações
 
 
 def test_todo_is_friendly_and_survives_pickle():

@@ -59,7 +59,6 @@ def _answers(*snippets: str) -> dict:
     return ns
 
 
-# ---------------------------------------------------------------- TODO 1: os dados
 DATA_SAME_SEED = """
 def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
     # sem fatiar à mão: a estratégia fatia "um de cada N", e a mesma semente dá a mesma ordem
@@ -110,7 +109,6 @@ def worker_datasets(train, val, *, global_batch, num_workers, worker_index):
 """
 
 
-# ---------------------------------------------------------------- TODO 2: o modelo
 MODEL_STRINGS = """
 def build_model(strategy, num_classes):
     with strategy.scope():
@@ -237,7 +235,6 @@ def test_wrong_answers_are_caught(snippet, message):
     assert info.value._render_traceback_()[0].startswith("❌")  # sem traceback no Jupyter
 
 
-# ---------------------------------------------------------------- TODO 3: a função de treino
 #: uma função de treino certa, diferente da solução: o rank pelo TF_CONFIG, a pasta com mkdtemp,
 #: uma retomada que carrega os pesos num modelo novo, e um laço só de fit com initial_epoch
 LOOP_OTHER_IDIOMS = """
@@ -378,7 +375,6 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
         _resume_verdict(seen, [resumed[0], fresh], 2)
 
 
-# ---------------------------------------------------------------- TODO 4: o treino no cluster
 def _trainers() -> dict[str, TensorflowTrainer]:
     """Formas certas de montar o trainer, nenhuma igual à da solução."""
     loop = _answers()["train_loop_per_worker"]
@@ -470,7 +466,6 @@ def test_the_training_check_names_an_unfinished_training_function():
         checks.check_training_run(trainer, None, PLAN, CONFIG)
 
 
-# ---------------------------------------------------------------- TODO 5: a acurácia
 def test_check_accuracy(capsys):
     checks.check_accuracy(0.2)
     with pytest.raises(checks.CheckFailed, match="acaso"):

@@ -40,9 +40,6 @@ def ray_session():
     ray.shutdown()
 
 
-# ---------------------------------------------------------------- sem Ray
-
-
 def test_check_same_labels_goes_red_on_any_difference():
     ref = np.array([3, 1, 4, 1, 5]), np.array([0.5, 0.2, 0.3, 0.9, 0.4], np.float32)
     inference.check_same_labels(ref, (ref[0].copy(), ref[1] * (1 + 1e-6)), "igual")
@@ -101,9 +98,6 @@ def test_load_images_makes_a_stream_of_the_configured_size():
     assert imgs.stream.dtype == np.uint8 and imgs.test.shape[0] == size.cifar_test_examples
     assert np.array_equal(imgs.stream[: len(imgs.test)], imgs.test)
     assert "ALEATÓRIAS" in imgs.source
-
-
-# ---------------------------------------------------------------- com Ray
 
 
 def test_pool_too_big_fails_fast_in_portuguese(ray_session):

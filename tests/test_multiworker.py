@@ -23,9 +23,6 @@ SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
 STUDENT = SOLUTION.with_name("07_exercicio_multiworker_aluno.ipynb")
 
 
-# ---------------------------------------------------------------- tf-keras
-
-
 @pytest.mark.parametrize(
     ("keras_first", "says"),
     [
@@ -48,9 +45,6 @@ def test_use_legacy_keras_makes_tf_keras_the_keras_or_asks_to_restart(keras_firs
     )
     assert (run.returncode == 0) == (not keras_first), run.stdout + run.stderr
     assert says in run.stdout + run.stderr
-
-
-# ---------------------------------------------------------------- recursos (falha rápida)
 
 
 @pytest.fixture
@@ -115,9 +109,6 @@ def test_plan_says_whether_the_workers_still_fit_after_losing_a_node(fake_cluste
     assert not multiworker.plan_workers(1).survives_node_loss
 
 
-# ---------------------------------------------------------------- TF_CONFIG e tabela
-
-
 def test_describe_write_read_and_table(tmp_path, monkeypatch):
     tf_config = {
         "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
@@ -143,9 +134,6 @@ def test_checkpoint_epoch_reads_the_epoch_written_with_the_worker(tmp_path):
     multiworker.write_worker(tmp_path, {"rank": 0})  # um checkpoint antigo, sem a época
     with pytest.raises(ValueError, match="não diz a época"):
         multiworker.checkpoint_epoch(tmp_path)
-
-
-# ---------------------------------------------------------------- um TODO pendente
 
 
 def _cells(notebook: Path, *names: str) -> list[str]:
@@ -176,9 +164,6 @@ def test_the_student_loop_is_all_todo_and_the_first_one_is_named_before_starting
     exec(compile(_cells(SOLUTION, "train_loop_per_worker")[0], str(SOLUTION), "exec"), student)
     assert checks.pending_todo(student["train_loop_per_worker"]).startswith("TODO 1 ")
     assert checks.pending_todo(_loop_from(SOLUTION)["train_loop_per_worker"]) is None
-
-
-# ---------------------------------------------------------------- os processos da verificação
 
 
 @pytest.fixture

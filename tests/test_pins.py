@@ -99,8 +99,6 @@ def test_importing_ray_does_not_compile_iri_grammars():
     assert out.stdout.strip() == "[]", f"`import ray` carregou {out.stdout.strip()}"
 
 
-# ---------------------------------------------------------------- wheels para os alunos
-
 INDEX = "https://pypi.org/simple"
 #: onde os alunos instalam: glibc 2.35 (Ubuntu 22.04) ou mais nova; macOS 14 em Apple silicon
 STUDENT_PLATFORMS = {

@@ -47,9 +47,6 @@ def data():
     return X[:240], y[:240], X[240:], y[240:]
 
 
-# ---------------------------------------------------------------- fit_and_score
-
-
 def test_fit_and_score_matches_sklearn(data):
     X_train, y_train, X_test, y_test = data
     n, d, mse, seconds = fit_and_score(7, 3, X_train, y_train, X_test, y_test)
@@ -63,9 +60,6 @@ def test_fit_and_score_matches_sklearn(data):
     assert fit_and_score(7, 3, *data, n_jobs=2)[2] == pytest.approx(mse, rel=1e-9)
     # outra semente, outro modelo
     assert fit_and_score(7, 3, *data, random_state=1)[2] != pytest.approx(mse, rel=1e-9)
-
-
-# ---------------------------------------------------------------- limites
 
 
 def test_speedup_bound_examples():
@@ -113,18 +107,12 @@ def test_list_schedule_gives_each_task_its_core_and_times():
         assert all(prev[1] <= nxt[0] + 1e-12 for prev, nxt in zip(mine, mine[1:], strict=False))
 
 
-# ---------------------------------------------------------------- ordem
-
-
 def test_most_expensive_first():
     assert most_expensive_first(SEED_GRID) == SEED_GRID[::-1]
     grid = [(10, 50), (100, 2), (30, 5)]
     assert most_expensive_first(grid) == [(10, 50), (100, 2), (30, 5)]
     # com poucas amostras a profundidade satura em log2(amostras): as árvores mandam
     assert most_expensive_first(grid, n_samples=16) == [(100, 2), (30, 5), (10, 50)]
-
-
-# ---------------------------------------------------------------- blocos
 
 
 @pytest.mark.parametrize(("n", "k"), [(10, 3), (7, 7), (3, 10), (1, 1)])
@@ -202,9 +190,6 @@ def test_combine_chunks_gives_whole_forest_mse(data):
         assert combined[(n, d)][1] > 0
     with pytest.raises(ValueError, match="árvores"):
         combine_chunks(parts[1:], y_test)
-
-
-# ---------------------------------------------------------------- resultados e progresso
 
 
 def test_save_results_writes_csv(tmp_path, monkeypatch):

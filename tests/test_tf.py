@@ -45,9 +45,6 @@ def tiny_pairs(n: int, num_classes: int = 100, seed: int = 0) -> tf.data.Dataset
     return tf.data.Dataset.from_tensor_slices((images, labels))
 
 
-# ---------------------------------------------------------------- dados
-
-
 def test_get_data_batches_with_global_batch_and_normalizes():
     train, test = get_data(
         tiny_pairs(10), tiny_pairs(6, seed=1), num_replicas=2, batch_per_replica=2
@@ -85,9 +82,6 @@ def test_get_data_shuffles_train_every_epoch_but_not_eval():
     assert sorted(epoch1) == sorted(epoch2) and not np.array_equal(epoch1, epoch2)
     original = np.array([int(y) for _, y in tiny_pairs(64)])
     np.testing.assert_array_equal(next(iter(test))[1].numpy(), original)
-
-
-# ---------------------------------------------------------------- dispositivos
 
 
 def test_split_validation_carves_disjoint_validation_from_train():
@@ -159,9 +153,6 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     assert "1 GPU física dividida em 2 GPUs lógicas" in devices.describe()
 
 
-# ---------------------------------------------------------------- modelo
-
-
 def test_create_model_is_the_seed_cnn_with_consistent_loss():
     model = create_model()
     assert model.output_shape == (None, 100)
@@ -185,9 +176,6 @@ def test_check_loss_activation_catches_both_incoherent_pairs(softmax, from_logit
         check_loss_activation(model)
     model.compile(loss=loss(from_logits=not from_logits), optimizer="adam")
     assert check_loss_activation(model).startswith("ok")
-
-
-# ---------------------------------------------------------------- medições e gráficos
 
 
 def test_the_model_trains_without_softmax_warning_and_the_epoch_timer_measures_each_epoch():
@@ -255,9 +243,6 @@ def test_plot_training_and_summary_table_show_both_approaches():
     assert table.loc["espelhado", "lote global"] == 128
     assert table.loc["centralizado", "imagens/s (demais)"] == pytest.approx(100.0)
     assert table.loc["espelhado", "s/época (demais)"] == pytest.approx(2.0)
-
-
-# ---------------------------------------------------------------- processos novos
 
 
 def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_init():

@@ -34,9 +34,6 @@ def test_grow_forest_ends_at_the_whole_forest(data):
     assert steps[-1][1] == pytest.approx(fit_and_score(12, 5, *data)[2], rel=0, abs=1e-12)
 
 
-# ---------------------------------------------------------------- o GridSearchCV e as conferências
-
-
 def test_grid_search_cv_local_matches_the_loop(data, local):
     rows = tuning.cv_rows(load("03_ray_tune_joblib").busca_gridsearchcv(GRID, data, n_jobs=1))
     assert [r[:2] for r in rows] == GRID
