@@ -1,9 +1,14 @@
-"""Os notebooks são versionados limpos (sem saídas), numerados, com o kernel certo e o labutils
-importado antes do Ray."""
+"""Os notebooks são versionados limpos (sem saídas), numerados, com o kernel certo, o labutils
+importado antes do Ray e as seções opcionais no fim (depois delas, só o encerramento): quem as
+pula roda o começo da execução inteira, que o nbval confere."""
 
+import ast
 import json
 import re
 from pathlib import Path
+
+import nbformat
+import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -52,3 +57,44 @@ def test_labutils_is_imported_before_ray():
         if ray is not None and (labutils is None or labutils > ray):
             wrong.append(nb.name)
     assert not wrong, f"importe labutils antes do ray, numa célula própria (lição 04): {wrong}"
+
+
+def only_releases(source: str) -> bool:
+    """Se a célula só encerra (``ray.shutdown()``, ``x.stop()``, talvez sob um ``if``)."""
+
+    def releases(stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.If):
+            return not stmt.orelse and all(releases(s) for s in stmt.body)
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and (ast.unparse(call.func) == "ray.shutdown" or call.func.attr == "stop")
+            and not call.args
+            and not call.keywords
+        )
+
+    return all(releases(stmt) for stmt in ast.parse(source).body)
+
+
+def core_cells_after_optional(nb) -> list[int]:
+    """As células principais depois de uma opcional que fazem mais que encerrar."""
+    seen_optional = False
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if "opcional" in cell.metadata.get("tags", []):
+            seen_optional = True
+        elif seen_optional and not only_releases(cell.source):
+            found.append(i)
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_optional_sections_come_last(path):
+    cells = core_cells_after_optional(nbformat.read(path, as_version=4))
+    assert not cells, (
+        f"{path.name}: as células principais {cells} vêm depois de uma seção opcional; "
+        "leve a seção opcional para o fim (antes do encerramento)."
+    )
