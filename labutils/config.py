@@ -6,6 +6,7 @@ ensaio (``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do tamanho real).
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -145,6 +146,14 @@ RAY_AUTH_MODE_DEFAULT = "token"
 HIDE_GPUS_ENV = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
 #: variáveis repassadas aos processos de trabalho do Ray (tarefas, atores, workers do Ray Train)
 WORKER_ENV_VARS = (SCALE_ENV, DATA_DIR_ENV, SYNTHETIC_ENV, "TF_CPP_MIN_LOG_LEVEL", HIDE_GPUS_ENV)
+#: Até onde o Python de quem entra no cluster precisa ser o do nó principal. O Ray exige o patch
+#: (3.12.3 ≠ 3.12.8) e recusa; a sala exige o X.Y: o Ray então só avisa do patch diferente. Entre
+#: patches do mesmo X.Y o bytecode e o pickle são os mesmos (`make classroom-check` confere).
+PYTHON_MATCH_ENV = "RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL"
+PYTHON_MATCH_DEFAULT = "minor"
+#: No macOS (e no Windows) o `ray start --address` se recusa sem esta variável, e o Ray usa o
+#: 127.0.0.1 como IP do nó: ninguém de fora o alcança (ray/_private/ray_constants.py).
+MACOS_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def auth_disabled_warning() -> str | None:
@@ -173,7 +182,25 @@ def tf_config() -> dict:
 def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Ambiente de um ``ray start``: o atual, com a autenticação padrão e sem estatísticas."""
     auth = env("RAY_AUTH_MODE") or RAY_AUTH_MODE_DEFAULT
-    return {"RAY_USAGE_STATS_ENABLED": "0", **os.environ, "RAY_AUTH_MODE": auth, **(extra or {})}
+    defaults = {"RAY_USAGE_STATS_ENABLED": "0", PYTHON_MATCH_ENV: PYTHON_MATCH_DEFAULT}
+    if is_macos():  # um nó de um cluster de várias máquinas (veja MACOS_CLUSTER_ENV)
+        defaults[MACOS_CLUSTER_ENV] = "1"
+    return {**defaults, **os.environ, "RAY_AUTH_MODE": auth, **(extra or {})}
+
+
+def is_macos() -> bool:
+    return sys.platform == "darwin"
+
+
+def python_match_level() -> str:
+    """``"minor"`` (o da sala) ou ``"patch"``: o que o Ray deste processo exige de quem entra."""
+    return env(PYTHON_MATCH_ENV) or PYTHON_MATCH_DEFAULT
+
+
+def allow_macos_cluster() -> None:
+    """No macOS, antes do ``import ray``: este processo pode ser um nó ou driver de um cluster."""
+    if is_macos():
+        os.environ.setdefault(MACOS_CLUSTER_ENV, "1")
 
 
 def token_source() -> tuple[str, Path | None]:
@@ -196,7 +223,6 @@ def set_default_env() -> None:
     """Padrões do processo, sem mudar o já definido: token ligado, GPU só para quem a pede, TF
     quieto. Com o ``ray`` já importado sem ``RAY_AUTH_MODE``, defini-la agora faria o driver e
     seus processos se recusarem: só avisa."""
-    import sys
     import warnings
 
     if "RAY_AUTH_MODE" not in os.environ and "ray" in sys.modules:
@@ -209,3 +235,4 @@ def set_default_env() -> None:
         os.environ.setdefault("RAY_AUTH_MODE", RAY_AUTH_MODE_DEFAULT)
     os.environ.setdefault(HIDE_GPUS_ENV, "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault(PYTHON_MATCH_ENV, PYTHON_MATCH_DEFAULT)

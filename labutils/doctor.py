@@ -234,6 +234,26 @@ def check_auth() -> Row:
     return Row(OK, "Ray: autenticação", f"por token (RAY_AUTH_MODE={mode})")
 
 
+def check_cluster(address: str | None = None) -> list[Row]:
+    """Com ``RAY_ADDRESS``: as versões do nó principal ao lado das daqui (o que ``join`` e
+    ``init_ray`` exigem iguais)."""
+    from labutils import raytools
+
+    address = address or config.env("RAY_ADDRESS")
+    if not address:
+        return []
+    here = raytools.local_versions()
+    here_text = f"aqui Python {here['python_version']}, Ray {here['ray_version']}"
+    try:
+        head = raytools.check_cluster(address)
+    except ConnectionError as err:
+        return [Row(FAIL, "cluster (RAY_ADDRESS)", f"{address}: {here_text}", str(err))]
+    if head is None:
+        return [Row(WARN, "cluster (RAY_ADDRESS)", f"{address}: não li as versões", "`ray status`")]
+    detail = f"nó principal Python {head['python_version']}, Ray {head['ray_version']}; {here_text}"
+    return [Row(OK, "cluster (RAY_ADDRESS)", f"{address}: {detail}")]
+
+
 def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
     rows = []
     for what, port in (ports or RAY_PORTS).items():
@@ -477,6 +497,7 @@ def run_checks(*, offline: bool = False) -> list[Row]:
     rows += guard("tf-keras", lambda: check_tf_keras(probe))
     rows += guard("Ray", check_ray)
     rows += guard("Ray: autenticação", check_auth)
+    rows += guard("cluster (RAY_ADDRESS)", check_cluster)
     rows += guard("portas", check_ports)
     rows += guard("escala", check_scale)
     reachable: dict[str, bool] | None = None

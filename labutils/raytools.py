@@ -1,16 +1,27 @@
-"""Iniciar ou conectar ao Ray a partir de um notebook (:func:`init_ray`), testar o endereço de
-um cluster antes (:func:`check_reachable`) e ver os nós vivos (:func:`alive_nodes`)."""
+"""Iniciar ou conectar ao Ray a partir de um notebook (:func:`init_ray`), conferir um cluster
+antes (:func:`check_cluster`: atende, aceita o token, mesmas versões) e ver os nós vivos
+(:func:`alive_nodes`)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import platform
 import shutil
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from labutils import system
-from labutils.config import env, forwarded_env, ray_env, token_source
+from labutils.config import (
+    allow_macos_cluster,
+    env,
+    forwarded_env,
+    python_match_level,
+    ray_env,
+    token_source,
+)
 from labutils.system import CONNECT_TIMEOUT_S
 
 
@@ -39,9 +50,8 @@ def init_ray(
         )
         return ray.get_runtime_context()
     if address:
-        check_reachable(address)
-        if env("RAY_AUTH_MODE") == "token":
-            check_token_accepted(address)
+        check_cluster(address)
+        allow_macos_cluster()  # antes do `import ray`, que lê a variável uma vez
     import ray
 
     runtime = dict(runtime_env or {})
@@ -83,20 +93,79 @@ def ray_executable() -> str:
     return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
 
 
-def check_token_accepted(address: str) -> None:
-    """``ConnectionError`` em ~1 s (pelo ``ray status``) se o nó principal em ``address`` recusa
-    o token desta máquina: o ``ray start`` e o ``ray.init`` levam ~20 s e dão um traceback."""
-    cmd = [ray_executable(), "status", f"--address={address}"]
-    probe = system.run(cmd, timeout=30, env=ray_env(), check=False)
+#: Lê o que o nó principal gravou no GCS ao subir (versões do Ray e do Python), como o próprio
+#: `ray status` faz (ray/scripts/scripts.py, `_check_ray_version`); num processo à parte, com o
+#: ambiente de um `ray start`, para não deixar nada do Ray neste.
+_HEAD_PROBE = """
+import json, sys
+import ray._raylet
+from ray._common.usage.usage_lib import get_cluster_metadata
+meta = get_cluster_metadata(ray._raylet.GcsClient(address=sys.argv[1]))
+print(json.dumps({key: meta.get(key) for key in ("ray_version", "python_version")}))
+"""
+
+
+def check_cluster(address: str) -> dict[str, str] | None:
+    """Antes de o Ray tentar (~20 s e um traceback), em segundos: o nó principal em ``address``
+    atende, aceita o token desta máquina e roda o mesmo Ray e Python X.Y (``ConnectionError``
+    em português, com o conserto). Devolve as versões dele, ou ``None`` se não deu para lê-las."""
+    check_reachable(address)
+    probe = system.run(
+        [sys.executable, "-c", _HEAD_PROBE, address], timeout=30, env=ray_env(), check=False
+    )
     out = probe.stdout + probe.stderr
-    if probe.returncode == 0 or not ("InvalidAuthToken" in out or "AuthenticationError" in out):
-        return
+    if probe.returncode != 0:
+        if env("RAY_AUTH_MODE") == "token" and (
+            "InvalidAuthToken" in out or "AuthenticationError" in out
+        ):
+            raise ConnectionError(_token_refused(address))
+        return None  # o resto (um nó principal ainda subindo...) fica com o Ray
+    head = json.loads(out.strip().splitlines()[-1])
+    if problem := version_mismatch(head, local_versions(), python_match_level()):
+        raise ConnectionError(f"O nó principal em {address} {problem}")
+    return head
+
+
+def local_versions() -> dict[str, str]:
+    """As versões deste processo, no formato do nó principal (sem importar o Ray)."""
+    return {"ray_version": metadata.version("ray"), "python_version": platform.python_version()}
+
+
+def version_mismatch(head: dict[str, str], here: dict[str, str], level: str) -> str | None:
+    """O que impede esta máquina de entrar no cluster de ``head``, e o conserto; ``None`` se
+    nada (o Python igual até o ``level``, ``"minor"`` ou ``"patch"``, e o mesmo Ray)."""
+    digits = 2 if level == "minor" else 3
+    want_py = ".".join(head["python_version"].split(".")[:digits])
+    same_py = here["python_version"].split(".")[:digits] == want_py.split(".")
+    if same_py and here["ray_version"] == head["ray_version"]:
+        return None
+    text = (
+        f"roda Python {head['python_version']} e Ray {head['ray_version']}; esta máquina, "
+        f"Python {here['python_version']} e Ray {here['ray_version']}. O Ray só junta máquinas "
+        f"com o mesmo Ray e o mesmo Python {want_py}."
+    )
+    if not same_py:
+        minor = ".".join(head["python_version"].split(".")[:2])
+        text += (
+            f"\nRefaça o ambiente desta máquina com o Python {want_py}: `rm -rf .venv && make lab "
+            f"PYTHON=python{minor}` (como ter esse Python: «O mesmo Python e o mesmo Ray em toda a "
+            "sala», em docs/instrutor/licoes_00_04_06.md)."
+        )
+    if here["ray_version"] != head["ray_version"]:
+        text += (
+            f"\nInstale o Ray {head['ray_version']}: traga o laboratório da versão do instrutor "
+            "(`git pull`) e rode `make setup`, que instala as versões fixadas no pyproject.toml."
+        )
+    return text
+
+
+def _token_refused(address: str) -> str:
     kind, path = token_source()
     if kind == "env":
         source = "a variável RAY_AUTH_TOKEN"
     else:
         source = str(path) if path.is_file() else f"nenhum: {path} não existe"
-    raise ConnectionError(
+    return (
         f"O nó principal em {address} recusou o token desta máquina ({source}): copie de novo o "
         "~/.ray/auth_token da máquina do instrutor (ou corrija RAY_AUTH_TOKEN) e tente de novo."
     )

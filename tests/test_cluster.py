@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from labutils import cluster, config, system
+from labutils import cluster, config, doctor, raytools, system
 from labutils.cluster import ClusterError, LocalCluster, classroom, local
 from labutils.cluster.__main__ import main as cli_main
 
@@ -78,3 +80,85 @@ def test_the_ports_command_prints_every_port_that_start_head_fixes(capsys):
             assert f"{port.flag}={port.first}" in cmd, port
         if port.last_flag:
             assert f"{port.last_flag}={port.last}" in cmd, port
+
+
+HEAD_VERSIONS = {"ray_version": "2.60.0", "python_version": "3.12.8"}
+
+
+@pytest.mark.parametrize(
+    ("here", "level", "refused_with"),
+    [
+        ({"ray_version": "2.60.0", "python_version": "3.12.8"}, "patch", None),
+        ({"ray_version": "2.60.0", "python_version": "3.12.3"}, "minor", None),
+        ({"ray_version": "2.60.0", "python_version": "3.12.3"}, "patch", "Python 3.12.8"),
+        ({"ray_version": "2.60.0", "python_version": "3.13.0"}, "minor", "PYTHON=python3.12"),
+        ({"ray_version": "2.61.0", "python_version": "3.12.8"}, "minor", "Ray 2.60.0"),
+    ],
+)
+def test_the_version_check_follows_the_match_level(here, level, refused_with):
+    problem = raytools.version_mismatch(HEAD_VERSIONS, here, level)
+    if refused_with is None:
+        assert problem is None
+    else:
+        assert refused_with in problem and here["python_version"] in problem
+
+
+class FakeHead:
+    """O ``system.run`` de um nó principal com ``HEAD_VERSIONS``: a sonda do GCS responde com
+    elas e o ``ray start`` só é anotado (com o ambiente)."""
+
+    def __init__(self):
+        self.ray_starts: list[tuple[list[str], dict]] = []
+
+    def __call__(self, cmd, *, timeout, env=None, check=True, **kwargs):
+        if cmd[1:2] == ["-c"]:  # a sonda do nó principal
+            return subprocess.CompletedProcess(cmd, 0, json.dumps(HEAD_VERSIONS) + "\n", "")
+        self.ray_starts.append((list(cmd), dict(env or {})))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+@pytest.fixture
+def fake_head(monkeypatch):
+    head = FakeHead()
+    monkeypatch.setattr(system, "run", head)
+    for module in (raytools, classroom):
+        monkeypatch.setattr(module, "check_reachable", lambda address: None)
+    monkeypatch.setattr(classroom, "ensure_auth_token", lambda generate: "teste")
+    return head
+
+
+def test_join_and_init_ray_refuse_another_python_in_seconds(fake_head, monkeypatch, capsys):
+    monkeypatch.setattr(
+        raytools, "local_versions", lambda: {"ray_version": "2.60.0", "python_version": "3.13.1"}
+    )
+    assert cli_main(["join", "10.0.0.1:6379"]) == 2
+    out = capsys.readouterr().out
+    assert "Python 3.12.8" in out and "PYTHON=python3.12" in out and "Traceback" not in out
+    with pytest.raises(ConnectionError, match="PYTHON=python3.12"):
+        raytools.init_ray("10.0.0.1:6379")
+    assert fake_head.ray_starts == []  # recusado antes de qualquer `ray start`/`ray.init`
+
+
+@pytest.mark.parametrize("macos", [True, False])
+def test_a_macos_node_joins_with_ray_s_flag_and_a_warning(fake_head, monkeypatch, capsys, macos):
+    monkeypatch.setattr(raytools, "local_versions", lambda: dict(HEAD_VERSIONS))
+    monkeypatch.setattr(config, "is_macos", lambda: macos)
+    monkeypatch.delenv(config.MACOS_CLUSTER_ENV, raising=False)
+    assert cli_main(["join", "10.0.0.1:6379"]) == 0
+    [(cmd, env)] = fake_head.ray_starts
+    assert cmd[1:3] == ["start", "--address=10.0.0.1:6379"]
+    assert (env.get(config.MACOS_CLUSTER_ENV) == "1") is macos
+    assert ("macOS" in capsys.readouterr().out) is macos
+    assert env[config.PYTHON_MATCH_ENV] == "minor"
+
+
+def test_the_doctor_shows_the_head_s_versions_beside_the_local_ones(fake_head, monkeypatch):
+    here = {"ray_version": "2.60.0", "python_version": "3.12.3"}
+    monkeypatch.setattr(raytools, "local_versions", lambda: here)
+    [row] = doctor.check_cluster("10.0.0.1:6379")
+    assert row.status == doctor.OK and "3.12.8" in row.detail and "3.12.3" in row.detail
+    here["python_version"] = "3.11.2"
+    [row] = doctor.check_cluster("10.0.0.1:6379")
+    assert row.status == doctor.FAIL and "PYTHON=python3.12" in row.remedy
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert doctor.check_cluster() == []  # sem cluster, nenhuma linha

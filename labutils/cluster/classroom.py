@@ -7,6 +7,7 @@ import json
 import socket
 from dataclasses import dataclass
 
+from labutils import config
 from labutils.cluster.base import (
     DEFAULT_DASHBOARD_PORT,
     DEFAULT_PORT,
@@ -15,7 +16,7 @@ from labutils.cluster.base import (
     run_ray,
     split_address,
 )
-from labutils.raytools import check_reachable, check_token_accepted, ray_executable
+from labutils.raytools import check_cluster, check_reachable, ray_executable
 from labutils.system import LOCALHOST
 
 
@@ -153,11 +154,17 @@ def start_head(*, timeout: float = 90, **options) -> str:
 
 def join(head_address: str, *, num_cpus: int | None = None, timeout: float = 60) -> None:
     """Junta esta máquina ao cluster (``ray start --address``), depois de conferir em segundos
-    que o nó principal responde e aceita o token desta máquina (o ``ray start`` levaria ~20 s)."""
+    que o nó principal responde, aceita o token desta máquina e roda o mesmo Ray e Python X.Y
+    (o ``ray start`` levaria ~20 s e daria um traceback)."""
     split_address(head_address)
     check_reachable(head_address)
     ensure_auth_token(generate=False)  # sem token: diz na hora onde buscá-lo
-    check_token_accepted(head_address)
+    check_cluster(head_address)
+    if config.is_macos():
+        print(
+            "ATENÇÃO: o Ray não dá suporte oficial a nós macOS num cluster de várias máquinas; "
+            f"este entra com {config.MACOS_CLUSTER_ENV}=1 (se falhar, use um nó Linux)."
+        )
     cmd = [ray_executable(), "start", f"--address={head_address}", *port_flags(head=False)]
     if num_cpus is not None:
         cmd.append(f"--num-cpus={num_cpus}")
