@@ -205,7 +205,7 @@ RIGHT = {
 WRONG = {
     "dados sem fatiar": (DATA_NO_SHARD, "se sobrepõem"),
     "fatia depois do shuffle": (DATA_SHARD_AFTER_SHUFFLE, "Fatie com dataset.shard"),
-    "fatia dupla": (DATA_DOUBLE_SHARD, "não foram vistos"),
+    "fatia dupla": (DATA_DOUBLE_SHARD, "não foram vistos.*fatiados duas vezes"),
     "lote por worker": (DATA_BATCH_PER_WORKER, "lote GLOBAL"),
     "modelo fora do escopo": (MODEL_OUTSIDE_SCOPE, "FORA do escopo"),
     "from_logits=True depois da softmax": (MODEL_LOGITS_AFTER_SOFTMAX, "from_logits=True"),
@@ -268,8 +268,9 @@ def train_loop_per_worker(config):
                          verbose=0).history
         folder = tempfile.mkdtemp()
         save_checkpoint(folder, model, epoch=epoch, global_batch=batch)
-        ray.train.report({"loss": logs["loss"][-1], "accuracy": logs["accuracy"][-1],
-                          "epoch": epoch}, checkpoint=ray.train.Checkpoint.from_directory(folder))
+        metrics = {"loss": logs["loss"][-1], "accuracy": logs["accuracy"][-1], "epoch": epoch,
+                   "val_loss": logs["val_loss"][-1], "val_accuracy": logs["val_accuracy"][-1]}
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
         shutil.rmtree(folder, ignore_errors=True)
 """
 LOOP_STRATEGY_AFTER_DATA = """
@@ -328,7 +329,7 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
 
     ids = list(range(_EXAMPLES // 10, _EXAMPLES))
     fit = {"strategy": "MultiWorkerMirroredStrategy", "replicas": 2, "batch": 128, "epochs": 1}
-    report = {"metrics": ["accuracy", "epoch", "loss"], "epoch": 1}
+    report = {"metrics": sorted({*checks.FIT_METRICS, "epoch"}), "epoch": 1}
     seen = [
         {"rank": r, "fits": [{**fit, "ids": ids[r::2]}], "weights": [1.0, 2.0]} for r in range(2)
     ]
@@ -354,7 +355,7 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
         _verdict([seen[0], {**seen[1], "weights": [1.0, 2.5]}], 2, 128)
     broken = {
         "sem checkpoint": {"files": []},
-        "inclua 'loss'": {"metrics": ["epoch", "loss"]},
+        r"faltam \['accuracy', 'val_accuracy', 'val_loss'\]": {"metrics": ["epoch", "loss"]},
         r"faltam \['model.keras'\]": {"files": ["worker_0.json"]},
         r"reportou as épocas \[0\]": {"epoch": 0},
     }
@@ -373,6 +374,11 @@ def test_the_training_function_verdict_also_refuses_no_fit_and_diverging_weights
     fresh = {**resumed[1], "fits": [{**resumed[1]["fits"][0], "start_weights": [0.1, 0.2]}]}
     with pytest.raises(checks.CheckFailed, match="pesos que não são os do checkpoint"):
         _resume_verdict(seen, [resumed[0], fresh], 2)
+    # resume devolveu a época do checkpoint (1), não a seguinte: o worker treina de novo a 1
+    again = {**resumed[1], "fits": resumed[1]["fits"] * 2}
+    again["reports"] = [{**resumed[1]["reports"][0], "epoch": e} for e in (1, 2)]
+    with pytest.raises(checks.CheckFailed, match=r"retomar do checkpoint da época 1.*\bresume\b"):
+        _resume_verdict(seen, [resumed[0], again], 2)
 
 
 def _trainers() -> dict[str, TensorflowTrainer]:
@@ -419,6 +425,9 @@ def _fake_run(root: Path, epochs: list[int], *, model: bool = True, workers: int
     return run
 
 
+METRICS = dict.fromkeys([*checks.FIT_METRICS, "epoch"], 0.5)
+
+
 def _judge(facts: dict, storage: Path) -> Path:
     return checks.judge_run(facts, storage=str(storage), **SIZES)
 
@@ -427,7 +436,7 @@ def test_right_trainers_and_runs_pass_the_training_check(tmp_path, monkeypatch):
     monkeypatch.setenv(lab_config.TRAIN_STORAGE_ENV, str(tmp_path))
     for name, trainer in _trainers().items():
         run = _fake_run(tmp_path, [1, 2])
-        result = SimpleNamespace(path=str(run), checkpoint="c", metrics={"loss": 1, "accuracy": 0})
+        result = SimpleNamespace(path=str(run), checkpoint="c", metrics=METRICS)
         last = _judge(checks.run_facts(trainer, result), tmp_path)
         assert last.name.endswith("02.000000"), name
 
@@ -435,15 +444,17 @@ def test_right_trainers_and_runs_pass_the_training_check(tmp_path, monkeypatch):
 def test_wrong_trainers_and_runs_are_caught(tmp_path, monkeypatch):
     monkeypatch.setenv(lab_config.TRAIN_STORAGE_ENV, str(tmp_path))
     trainer = _trainers()["do plano, por atributos"]
-    facts = {"has_checkpoint": True, "metrics": ["accuracy", "loss"], "max_failures": 2}
-    facts.update(num_workers=2, use_gpu=False)
+    facts = checks.trainer_facts(trainer)
+    facts.update(has_checkpoint=True, metrics=sorted(METRICS))
     good = {**facts, "path": str(_fake_run(tmp_path, [1, 2]))}
     _judge(good, tmp_path)
     cases = {
         "não devolveu checkpoint": {"has_checkpoint": False, "metrics": None},
-        "incompletas": {"metrics": ["loss"]},
+        r"incompletas.*faltam \['val_accuracy'": {"metrics": ["accuracy", "loss", "val_loss"]},
         "num_workers=4": {"num_workers": 4},
         "FailureConfig": {"max_failures": 0},
+        "num_to_keep=1": {"num_to_keep": 1},
+        "train_loop_config=config": {"loop_config": {"batch_per_worker": 64, "epochs": 5}},
         "fora de": {"path": str(_fake_run(tmp_path.parent / f"fora-{time.time_ns()}", [1, 2]))},
         r"épocas \[2\]": {"path": str(_fake_run(tmp_path, [2]))},  # num_to_keep=1
         "esperado 2": {"path": str(_fake_run(tmp_path, [1, 2], workers=1))},
@@ -464,6 +475,41 @@ def test_the_training_check_names_an_unfinished_training_function():
     trainer = TensorflowTrainer(ns["train_loop_per_worker"], train_loop_config=CONFIG)
     with pytest.raises(checks.TodoNotDone, match="^Termine o TODO 3 primeiro"):
         checks.check_training_run(trainer, None, PLAN, CONFIG)
+
+
+def test_the_trainer_is_checked_before_it_trains(tmp_path, monkeypatch, capsys):
+    """A verificação de antes do ``fit``, em segundos: os trainers certos passam; os que perderiam
+    o treino (sem recomeço, checkpoints apagados, fora da pasta, um nome já usado) são recusados."""
+    monkeypatch.setenv(lab_config.TRAIN_STORAGE_ENV, str(tmp_path))
+    start = time.monotonic()
+    for trainer in _trainers().values():
+        checks.check_trainer(trainer, PLAN, CONFIG)
+    assert capsys.readouterr().out.count("✅") == len(_trainers())
+    loop, storage = _answers()["train_loop_per_worker"], str(tmp_path)
+    (tmp_path / "repetido").mkdir()
+    wrong = {
+        "max_failures=0": RunConfig(storage_path=storage, failure_config=FailureConfig(0)),
+        "max_failures=0 ": RunConfig(storage_path=storage),  # o padrão do FailureConfig
+        "num_to_keep=1": RunConfig(
+            storage_path=storage,
+            failure_config=FailureConfig(2),
+            checkpoint_config=CheckpointConfig(num_to_keep=1),
+        ),
+        "fora de": RunConfig(failure_config=FailureConfig(2)),  # ~/ray_results
+        "Já existe": RunConfig(
+            name="repetido", storage_path=storage, failure_config=FailureConfig(2)
+        ),
+    }
+    for message, run_config in wrong.items():
+        trainer = TensorflowTrainer(
+            loop,
+            train_loop_config=CONFIG,
+            scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 1}),
+            run_config=run_config,
+        )
+        with pytest.raises(checks.CheckFailed, match=message.strip()):
+            checks.check_trainer(trainer, PLAN, CONFIG)
+    assert time.monotonic() - start < 30  # nenhum treino iniciado
 
 
 def test_check_accuracy(capsys):

@@ -50,11 +50,17 @@ OUTPUT_DIR = "_correcao"
 JUDGE_TIMEOUT_S = 600
 #: o que cada TODO julga fora do kernel: o nome definido pelo aluno que a verificação recebe
 ANSWER_NAMES = {"1": "worker_datasets", "2": "build_model", "3": "train_loop_per_worker"}
+#: a verificação do trainer ANTES do fit (TODO 4): tem o seu veredito, separado do do treino
+TRAINER_LABEL = "4-configuracao"
 #: a célula que a correção acrescenta ao fim do notebook: anota o que o treino devolveu
 FACTS_CELL = """
 import json as _json
 from labutils.multiworker import checks as _checks
 _facts = {}
+try:
+    _facts["trainer"] = _checks.trainer_facts(trainer)
+except BaseException as _err:
+    _facts["trainer_error"] = [type(_err).__name__, str(_err)]
 try:
     _facts["run"] = _checks.run_facts(trainer, result)
     _facts["plan_use_gpu"] = bool(plan.use_gpu)
@@ -227,23 +233,25 @@ def _judge_main(job_path: str, out_path: str) -> int:
         verdict(number, run_check)
     else:  # TODOs 4 e 5: o que ficou no disco, sem código do aluno
         facts = job["facts"]
+        sizes = {
+            "storage": os.environ["LABUTILS_TRAIN_STORAGE"],
+            "num_workers": size.num_workers,
+            "use_gpu": bool(facts.get("plan_use_gpu")),
+            "batch_per_worker": size.batch_per_replica,
+            "epochs": size.multiworker_epochs,
+        }
 
-        def run_training() -> Path:
-            if "run" not in facts:
-                name, message = facts.get("run_error") or ("", "a célula da correção não rodou")
-                if name == "TodoNotDone" or "is not defined" in message or not name:
-                    raise todo_error(f"TODO 4 sem resultado: {message}")
-                raise check_error(f"{name}: {message}")
-            return checks.judge_run(
-                facts["run"],
-                storage=os.environ["LABUTILS_TRAIN_STORAGE"],
-                num_workers=size.num_workers,
-                use_gpu=bool(facts.get("plan_use_gpu")),
-                batch_per_worker=size.batch_per_replica,
-                epochs=size.multiworker_epochs,
-            )
+        def stored(key: str, what: str) -> Any:
+            """O que a célula da correção anotou em ``key``; senão, o erro que ela viu."""
+            if key in facts:
+                return facts[key]
+            name, message = facts.get(f"{key}_error") or ("", "a célula da correção não rodou")
+            if name == "TodoNotDone" or "is not defined" in message or not name:
+                raise todo_error(f"TODO 4 sem {what}: {message}")
+            raise check_error(f"{name}: {message}")
 
-        last = verdict("4", run_training)
+        verdict(TRAINER_LABEL, lambda: checks.judge_trainer(stored("trainer", "trainer"), **sizes))
+        last = verdict("4", lambda: checks.judge_run(stored("run", "resultado"), **sizes))
 
         def run_accuracy() -> None:
             if facts.get("accuracy") is None:
@@ -318,8 +326,10 @@ def grade_notebook(
         for what, future in judged.items():
             got = future.result()
             for tag, number in numbers.items():
-                if number in what.split(","):
-                    row[tag], outputs[number] = got.get(number, NOT_RUN), got.get("output", "")
+                if number in what.split(","):  # o do rótulo, se houver (o trainer); senão o do TODO
+                    label = tag.removeprefix(CHECK_TAG)
+                    row[tag] = got.get(label, got.get(number, NOT_RUN))
+                    outputs[number] = got.get("output", "")
         nb.cells.pop()  # a célula da correção
         present = {tag for cell in nb.cells for tag in tags(cell) if tag in checks}
         for cell in nb.cells:  # a cópia mostra o veredito de referência em cada verificação

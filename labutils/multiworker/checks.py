@@ -28,6 +28,8 @@ from labutils.multiworker import (
 )
 
 MWMS = "MultiWorkerMirroredStrategy"
+#: as métricas que cada report leva (as do ``fit`` com validação): as curvas da seção 6 as leem
+FIT_METRICS = ("loss", "accuracy", "val_loss", "val_accuracy")
 
 
 # ---------------------------------------------------------------- as mensagens
@@ -66,6 +68,25 @@ def unfinished(value: Any, what: str, function: bool = False) -> None:
 
 def ok(message: str) -> None:
     print(f"✅ {message}")
+
+
+@functools.cache
+def _devices_quietly() -> None:
+    """Inicia os dispositivos do TensorFlow neste processo com o fd 2 (stderr) em /dev/null: numa
+    máquina sem GPU, o TF escreve ali ``failed call to cuInit ... (303)``, que o Jupyter mostra
+    em vermelho ao lado do ✅, e segue na CPU. O ``TF_CPP_MIN_LOG_LEVEL`` do processo já foi lido
+    no import do TF: só o fd calado o alcança."""
+    import tensorflow as tf
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            tf.config.list_physical_devices()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -181,9 +202,17 @@ def _compare(seen: list[list[int]], expected: range, what: str, num_workers: int
                     f"mesma época (as fatias se sobrepõem). {_SHARD_FIX}"
                 )
     if missing := set(expected) - {i for ids in seen for i in ids}:
+        twice = len(expected) - len(missing) == len(expected) // num_workers
+        why = (
+            f"Só 1/{num_workers} dos exemplos foi visto: os dados foram fatiados duas vezes, à "
+            "mão (shard) e de novo pela estratégia. Com o shard à mão, desligue a fatia "
+            "automática: AutoShardPolicy.OFF."
+            if twice
+            else _SHARD_FIX
+        )
         raise CheckFailed(
             f"{where}: {len(missing)} de {len(expected)} exemplos não foram vistos por nenhum "
-            f"worker na época. {_SHARD_FIX}"
+            f"worker na época. {why}"
         )
 
 
@@ -191,6 +220,7 @@ def check_worker_datasets(worker_datasets: Any) -> None:
     """Confere ``worker_datasets`` com 2 e 3 workers e exemplos numerados: como a estratégia os
     veria, fatias disjuntas que cobrem treino e validação uma vez por época, em lotes GLOBAIS."""
     unfinished(worker_datasets, "worker_datasets", function=True)
+    _devices_quietly()
     for num_workers in (2, 3):
         global_batch = _BATCH * num_workers
         made = []
@@ -246,6 +276,7 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     import tensorflow as tf
 
     unfinished(build_model, "build_model", function=True)
+    _devices_quietly()
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     model = _call("build_model(strategy, num_classes)", build_model, strategy, num_classes)
     unfinished(model, "build_model")
@@ -446,7 +477,10 @@ def _launch(fn: Any, config: dict[str, Any], num_workers: int, timeout_s: float)
         deadline = time.monotonic() + timeout_s
         try:  # o finally encerra também os já iniciados, se um não iniciar
             for i, cfg in enumerate(configs):
+                # sem GPU visível, o TF escreve no log um "failed call to cuInit" que não é
+                # erro (e que apareceria no fim do log mostrado quando um worker cai)
                 extra = {"TF_CONFIG": json.dumps(cfg), "CUDA_VISIBLE_DEVICES": ""}
+                extra["TF_CPP_MIN_LOG_LEVEL"] = "3"
                 env = lab_config.child_env({**LEGACY_KERAS_ENV, **extra})
                 cmd = [sys.executable, "-c", _WORKER_MAIN, workdir, str(i)]
                 with open(folder / f"worker_{i}.log", "wb") as log:
@@ -545,8 +579,11 @@ def _same(a: list[float], b: list[float]) -> bool:
     return max(abs(x - y) for x, y in zip(a, b, strict=True)) <= 1e-4 * max(1.0, *a)
 
 
-def _check_reports(worker: dict[str, Any], epochs: list[int]) -> None:
-    """Um report com checkpoint por época treinada, com as métricas, a época e os arquivos."""
+def _check_reports(
+    worker: dict[str, Any], epochs: list[int], resumed_from: int | None = None
+) -> None:
+    """Um report com checkpoint por época treinada, com as métricas, a época e os arquivos
+    (``resumed_from``: a época do checkpoint de que o worker retomou)."""
     rank, reports = worker["rank"], worker["reports"]
     trained = sum(fit.get("epochs", 1) for fit in worker["fits"])
     if len(reports) != trained:
@@ -560,10 +597,10 @@ def _check_reports(worker: dict[str, Any], epochs: list[int]) -> None:
                 f"O worker {rank} reportou sem checkpoint (ou com a pasta vazia): passe "
                 "checkpoint=ray.train.Checkpoint.from_directory(pasta) em todos os workers."
             )
-        if not {"loss", "accuracy", "epoch"} <= set(report["metrics"]):
+        if missing := sorted({*FIT_METRICS, "epoch"} - set(report["metrics"])):
             raise CheckFailed(
-                f"O worker {rank} reportou {report['metrics']}: inclua 'loss', 'accuracy' "
-                "(as métricas do fit) e 'epoch'."
+                f"O worker {rank} reportou {report['metrics']}, faltam {missing}: inclua as "
+                f"métricas do fit com validation_data ({', '.join(FIT_METRICS)}) e 'epoch'."
             )
         wanted = {f"worker_{rank}.json"} | ({"model.keras"} if rank == 0 else set())
         if not wanted <= set(report["files"]):
@@ -573,6 +610,12 @@ def _check_reports(worker: dict[str, Any], epochs: list[int]) -> None:
                 "save_checkpoint(pasta, model, epoch=..., global_batch=...) antes do report."
             )
     reported = [report["epoch"] for report in reports]
+    if reported != epochs and resumed_from is not None:
+        raise CheckFailed(
+            f"Ao retomar do checkpoint da época {resumed_from}, o worker {rank} reportou as "
+            f"épocas {reported}, esperado {epochs}: a próxima época é {resumed_from + 1}. "
+            "Confira a época que resume devolve (a do checkpoint + 1) e se o laço começa nela."
+        )
     if reported != epochs:
         raise CheckFailed(
             f"O worker {rank} reportou as épocas {reported}, esperado {epochs}: 'epoch' nas "
@@ -619,7 +662,7 @@ def _resume_verdict(before: list[dict[str, Any]], seen: list[dict[str, Any]], ep
                 "checkpoint: quando ray.train.get_checkpoint() não é None, carregue o model.keras "
                 "dele dentro de strategy.scope() (resume) e treine esse modelo."
             )
-        _check_reports(worker, list(range(2, epochs + 1)))
+        _check_reports(worker, list(range(2, epochs + 1)), resumed_from=1)
 
 
 def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 2) -> None:
@@ -648,31 +691,134 @@ def check_training_function(fn: Any, config: dict[str, Any], num_workers: int = 
 
 
 # ---------------------------------------------------------------- TODO 4: o treino no cluster
-def run_facts(trainer: Any, result: Any) -> dict[str, Any]:
-    """O que :func:`judge_run` precisa do ``trainer`` e do ``result`` (um dicionário em JSON)."""
+def trainer_facts(trainer: Any) -> dict[str, Any]:
+    """A configuração do ``trainer`` que :func:`judge_trainer` julga (um dicionário em JSON)."""
     from ray.train.tensorflow import TensorflowTrainer
 
     unfinished(trainer, "trainer (TODO 4)")
-    unfinished(result, "result (TODO 4)")
     if not isinstance(trainer, TensorflowTrainer):
         raise CheckFailed(
             f"trainer deve ser um ray.train.tensorflow.TensorflowTrainer, recebi "
             f"{type(trainer).__name__}."
         )
+    fn = getattr(trainer, "train_loop_per_worker", None)
+    if fn is not None and (pending := pending_todo(fn)):
+        raise TodoNotDone(f"Termine o TODO 3 primeiro. {pending}")
+    run, scaling = trainer.run_config, trainer.scaling_config
+    loop_config = getattr(trainer, "train_loop_config", None) or {}
+    return {
+        "num_workers": getattr(scaling, "num_workers", None),
+        "use_gpu": bool(getattr(scaling, "use_gpu", False)),
+        "max_failures": getattr(getattr(run, "failure_config", None), "max_failures", 0),
+        "num_to_keep": getattr(getattr(run, "checkpoint_config", None), "num_to_keep", None),
+        "storage_path": str(getattr(run, "storage_path", None)),
+        "name": getattr(run, "name", None),
+        "loop_config": {k: loop_config.get(k) for k in ("batch_per_worker", "epochs")},
+    }
+
+
+def _same_storage(path: str, storage: str) -> bool:
+    """``path`` é a pasta ``storage`` (ou fica dentro dela)?"""
+    if "://" in path or "://" in storage:
+        return path.rstrip("/") == storage.rstrip("/")
+    path_, root = Path(path).expanduser().resolve(), Path(storage).expanduser().resolve()
+    return path_ == root or root in path_.parents
+
+
+def judge_trainer(
+    facts: dict[str, Any],
+    *,
+    storage: str,
+    num_workers: int,
+    use_gpu: bool,
+    batch_per_worker: int,
+    epochs: int,
+) -> None:
+    """Julga a configuração do trainer (:func:`trainer_facts`), antes ou depois do treino."""
+    if facts.get("num_workers") != num_workers or facts.get("use_gpu") != use_gpu:
+        raise CheckFailed(
+            f"ScalingConfig com num_workers={facts.get('num_workers')!r}, "
+            f"use_gpu={facts.get('use_gpu')!r}; o plano pede {num_workers} e {use_gpu} (use "
+            "plan.num_workers, plan.use_gpu e plan.resources_per_worker)."
+        )
+    wanted = {"batch_per_worker": batch_per_worker, "epochs": epochs}
+    if facts.get("loop_config") != wanted:
+        raise CheckFailed(
+            f"train_loop_config com {facts.get('loop_config')}, esperado {wanted}: passe "
+            "train_loop_config=config."
+        )
+    failures = facts.get("max_failures") or 0
+    if failures < 1 and failures != -1:  # -1: recomeça sem limite
+        raise CheckFailed(
+            f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
+            "failure_config=FailureConfig(max_failures=2) (qualquer valor > 0), senão um worker "
+            "que cai perde o treino."
+        )
+    keep = facts.get("num_to_keep")
+    if keep is not None and keep < epochs:
+        raise CheckFailed(
+            f"CheckpointConfig(num_to_keep={keep}) apaga checkpoints de um treino de {epochs} "
+            "épocas, e com eles as métricas das curvas (o Ray Train guarda as métricas no "
+            f"checkpoint): guarde todos, num_to_keep=None (o padrão) ou ≥ {epochs}."
+        )
+    if not _same_storage(facts.get("storage_path") or "", storage):
+        raise CheckFailed(
+            f"O RunConfig grava em {facts.get('storage_path')}, fora de {storage}: passe "
+            "storage_path=lab_config.train_storage()."
+        )
+
+
+def _judge_config(trainer: Any, plan: Any, config: dict[str, Any]) -> dict[str, Any]:
+    facts = trainer_facts(trainer)
+    judge_trainer(
+        facts,
+        storage=lab_config.train_storage(),
+        num_workers=plan.num_workers,
+        use_gpu=plan.use_gpu,
+        batch_per_worker=int(config["batch_per_worker"]),
+        epochs=int(config["epochs"]),
+    )
+    return facts
+
+
+def check_trainer(trainer: Any, plan: Any, config: dict[str, Any]) -> None:
+    """Confere o trainer do TODO 4 ANTES do ``fit``, em segundos: a configuração e um nome de
+    execução ainda livre (um nome já usado faria o Ray Train retomar aquela execução)."""
+    facts = _judge_config(trainer, plan, config)
+    storage, name = facts["storage_path"], facts["name"]
+    if name and "://" not in storage and (Path(storage).expanduser() / name).exists():
+        raise CheckFailed(
+            f"Já existe uma execução {name!r} em {storage}: com esse nome o Ray Train retomaria "
+            "aquela execução em vez de treinar do zero. Use um nome novo a cada execução (ou "
+            "nenhum) e rode de novo a célula que cria o trainer."
+        )
+    ok(
+        f"trainer com {plan.num_workers} workers, o seu config, "
+        + _restarts(facts["max_failures"])
+        + f", todos os checkpoints em {storage}, execução {name!r} nova: pode treinar"
+    )
+
+
+def _restarts(failures: int) -> str:
+    if failures == -1:
+        return "recomeça sempre que um worker cair"
+    return f"recomeça até {failures} vez(es) se um worker cair"
+
+
+def run_facts(trainer: Any, result: Any) -> dict[str, Any]:
+    """O que :func:`judge_run` precisa do ``trainer`` e do ``result`` (um dicionário em JSON)."""
+    facts = trainer_facts(trainer)
+    unfinished(result, "result (TODO 4)")
     if not hasattr(result, "checkpoint") or not hasattr(result, "path"):
         raise CheckFailed(
             f"result deve ser o que trainer.fit() devolve (um Result), recebi {type(result).__name__}."
         )
-    run, scaling = trainer.run_config, trainer.scaling_config
-    failures = getattr(getattr(run, "failure_config", None), "max_failures", 0)
     metrics = getattr(result, "metrics", None)
     return {
+        **facts,
         "path": str(result.path),
         "has_checkpoint": result.checkpoint is not None,
         "metrics": sorted(metrics) if isinstance(metrics, dict) else None,
-        "max_failures": failures,
-        "num_workers": getattr(scaling, "num_workers", None),
-        "use_gpu": bool(getattr(scaling, "use_gpu", False)),
     }
 
 
@@ -701,23 +847,13 @@ def judge_run(
             "checkpoint=ray.train.Checkpoint.from_directory(pasta)) em TODOS os workers, a cada "
             "época (sem checkpoint, o Ray Train V2 não guarda as métricas)."
         )
-    if not {"loss", "accuracy"} <= set(facts["metrics"]):
+    if missing := sorted(set(FIT_METRICS) - set(facts["metrics"])):
         raise CheckFailed(
-            f"As métricas voltaram incompletas ({facts['metrics']}): reporte ao menos 'loss' e "
-            "'accuracy'."
+            f"As métricas voltaram incompletas ({facts['metrics']}), faltam {missing}: reporte "
+            f"as do fit com validation_data ({', '.join(FIT_METRICS)})."
         )
-    if facts.get("num_workers") != num_workers or facts.get("use_gpu") != use_gpu:
-        raise CheckFailed(
-            f"ScalingConfig com num_workers={facts.get('num_workers')!r}, "
-            f"use_gpu={facts.get('use_gpu')!r}; o plano pede {num_workers} e {use_gpu} (use "
-            "plan.num_workers, plan.use_gpu e plan.resources_per_worker)."
-        )
-    failures = facts.get("max_failures") or 0
-    if failures < 1 and failures != -1:  # -1: recomeça sem limite
-        raise CheckFailed(
-            f"RunConfig sem recomeço após falha (max_failures={failures!r}): passe "
-            "failure_config=FailureConfig(max_failures=2), senão um worker que cai perde o treino."
-        )
+    sizes = {"num_workers": num_workers, "use_gpu": use_gpu, "epochs": epochs}
+    judge_trainer(facts, storage=storage, batch_per_worker=batch_per_worker, **sizes)
     run_dir, root = Path(facts["path"]).resolve(), Path(storage).resolve()
     if root not in run_dir.parents:
         raise CheckFailed(
@@ -753,9 +889,6 @@ def judge_run(
 
 def check_training_run(trainer: Any, result: Any, plan: Any, config: dict[str, Any]) -> None:
     """Confere o treino do TODO 4: o trainer, o resultado e os checkpoints de cada época."""
-    fn = getattr(trainer, "train_loop_per_worker", None)
-    if fn is not None and (pending := pending_todo(fn)):
-        raise TodoNotDone(f"Termine o TODO 3 primeiro. {pending}")
     facts = run_facts(trainer, result)
     judge_run(
         facts,
@@ -765,16 +898,10 @@ def check_training_run(trainer: Any, result: Any, plan: Any, config: dict[str, A
         batch_per_worker=int(config["batch_per_worker"]),
         epochs=int(config["epochs"]),
     )
-    failures = facts["max_failures"]
     ok(
         f"{plan.num_workers} workers com {MWMS}, lote global "
         f"{int(config['batch_per_worker']) * plan.num_workers}, um checkpoint por época "
-        f"({config['epochs']}) em {lab_config.train_storage()}, "
-        + (
-            "recomeça sempre que um worker cair"
-            if failures == -1
-            else f"recomeça até {failures} vez(es) se um worker cair"
-        )
+        f"({config['epochs']}) em {lab_config.train_storage()}, " + _restarts(facts["max_failures"])
     )
 
 
