@@ -12,10 +12,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test test-fast lint lesson-code browser firewall notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test test-fast lint lesson-code browser firewall classroom-check notebooks data data-status bench grade rehearsal clean help
 
 help:
-	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make lint | make clean"
+	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). O pip compila os .py que
 # instala um a um, num núcleo só; o compileall usa todos os núcleos (docs/tempos_do_make_test.md).
@@ -59,6 +59,15 @@ browser:
 # máquina (network namespace) com o iptables do Debian.
 firewall:
 	@command -v iptables >/dev/null || tools/apt_install.sh "o teste da sala em máquinas separadas será PULADO (ele também precisa de root)" iptables
+
+# A sala com Pythons diferentes (tests/test_classroom_skew.py; precisa de root): o nó principal
+# com o Python do .venv, um aluno com outro patch do mesmo X.Y (entra e roda tarefas) e um com
+# outro X.Y (recusado em segundos). Os venvs dos alunos ficam em build/skew (feitos uma vez).
+# Candidatos: o 3.11 do Debian, python3.11–3.13 do PATH e os do pyenv (o teste usa o 1º que serve
+# a cada caso); ex.: make classroom-check SKEW_PYTHONS=/a/python3:/b/python3
+SKEW_PYTHONS ?= $(subst $(eval) ,:,$(strip /usr/bin/python3.11 $(foreach v,$(SUPPORTED_PYTHONS),python$(v)) $(wildcard $(HOME)/.pyenv/versions/3.1[123]*/bin/python3)))
+classroom-check: setup firewall
+	LABUTILS_SKEW_PYTHONS="$(SKEW_PYTHONS)" $(PY) -m pytest tests/test_classroom_skew.py -s -p no:xdist
 
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a

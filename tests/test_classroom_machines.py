@@ -135,17 +135,18 @@ def _end(machines: list[Machine], switch: str) -> None:
         subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=10)
 
 
-@pytest.fixture(scope="module")
-def classroom():
-    """Três máquinas ligadas por um switch (uma ponte dentro de um namespace próprio)."""
+@contextlib.contextmanager
+def machines(count: int, *, firewalled: int = 0):
+    """``count`` máquinas ligadas por um switch (uma ponte num namespace próprio); as
+    ``firewalled`` primeiras atrás do firewall da sala. No fim, nada delas sobra."""
     root = Path(tempfile.mkdtemp(prefix="sala-", dir="/tmp"))
     switch = f"{TAG}sw"
-    machines = [Machine(k, root) for k in range(3)]
+    made = [Machine(k, root) for k in range(count)]
     try:
         _ip("netns", "add", switch)
         _ip("-n", switch, "link", "add", "br0", "type", "bridge")
         _ip("-n", switch, "link", "set", "br0", "up")
-        for k, machine in enumerate(machines):
+        for k, machine in enumerate(made):
             _ip("netns", "add", machine.ns)
             _ip("link", "add", f"{TAG}v{k}", "type", "veth", "peer", "name", f"{TAG}s{k}")
             _ip("link", "set", f"{TAG}v{k}", "netns", machine.ns)
@@ -156,15 +157,22 @@ def classroom():
             _ip("-n", machine.ns, "link", "set", f"{TAG}v{k}", "up")
             # o Ray escolhe o IP do nó pela rota padrão
             _ip("-n", machine.ns, "route", "add", "default", "dev", f"{TAG}v{k}")
-        for machine in machines[:2]:  # o instrutor e o aluno que entra: com firewall
+        for machine in made[:firewalled]:
             machine.firewall()
-        yield machines
+        yield made
     finally:
-        _end(machines, switch)
+        _end(made, switch)
         shutil.rmtree(root, ignore_errors=True)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    left = [name for name in [m.ns for m in machines] + [switch] if name in listed]
+    left = [name for name in [m.ns for m in made] + [switch] if name in listed]
     assert not left, f"namespaces que sobraram: {left}"
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    """Três máquinas; o instrutor e o aluno que entra, com firewall."""
+    with machines(3, firewalled=2) as made:
+        yield made
 
 
 DRIVER = textwrap.dedent(
