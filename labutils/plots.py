@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +132,24 @@ def plot_timeline(
         cores = sorted({c for c, _, _ in simulated})
         _timeline_panel(axes[1], cores, simulated, labels, colors, "Fila simulada (tempos do laço)")
         axes[1].set_yticks(range(len(cores)), [f"núcleo {c}" for c in cores])
+    fig.tight_layout()
+    return fig
+
+
+def plot_worker_timelines(panels: Mapping[str, Sequence[Sequence[float]]], labels) -> Any:
+    """Lição 03: um painel por modo de distribuir os mesmos jobs (``panels``: título → barras
+    ``(pid, início, fim)``, na ordem dos jobs e dos ``labels``), uma linha por processo."""
+    import matplotlib.pyplot as plt
+
+    labels = [str(label) for label in labels]
+    palette = plt.get_cmap("tab10").colors
+    colors = {label: palette[i % len(palette)] for i, label in enumerate(dict.fromkeys(labels))}
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.6), sharex=True)
+    for ax, (title, bars) in zip(np.atleast_1d(axes), panels.items(), strict=True):
+        bars = [(int(p), float(s), float(e)) for p, s, e in bars]
+        pids = list(dict.fromkeys(p for p, _, _ in sorted(bars, key=lambda b: b[1])))
+        _timeline_panel(ax, pids, bars, labels, colors, title)
+        ax.set_yticks(range(len(pids)), [f"PID {p}" for p in pids])
     fig.tight_layout()
     return fig
 

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from labutils.lesson02 import speedup_bound
 
 # o backend joblib do Ray avisa que ignora o "context" do scikit-learn: esperado, só confundiria
@@ -72,3 +74,55 @@ def speedup_table(loop_s: float, timings: Mapping[str, float], task_s, cores: fl
     df["limite"] = [float("nan")] + [bound] * len(timings)  # o laço é a referência
     df["% do limite"] = 100 * df["speedup"] / df["limite"]
     return df
+
+
+def round_robin_difference(pids: Sequence[int], workers: int) -> str | None:
+    """O que foge da vez (``None`` se nada): o job ``k`` no mesmo processo do job ``k - workers``,
+    e os ``workers`` primeiros em processos diferentes. É como o ``Pool`` do Ray distribui os jobs
+    do joblib (``Pool._next_actor_index``, em ``ray/util/multiprocessing/pool.py``)."""
+    pids = [int(p) for p in pids]
+    first = pids[:workers]
+    if len(set(first)) != len(first):
+        return f"os {len(first)} primeiros jobs não ficaram em processos diferentes: {first}"
+    for k in range(workers, len(pids)):
+        if pids[k] != pids[k - workers]:
+            return f"o job {k} rodou no PID {pids[k]}, não no do job {k - workers} ({pids[k - workers]})"
+    return None
+
+
+def asha_rungs(scheduler: Any) -> dict[int, list[tuple[str, float]]]:
+    """Os registros do ASHA, degrau a degrau, na ordem de chegada: ``{degrau: [(trial_id, métrica)]}``.
+
+    Lê a contabilidade do próprio ``ASHAScheduler`` depois do ``fit`` (``_Bracket._rungs``, um dict
+    por degrau que guarda ``métrica × _metric_op`` na ordem em que os relatos chegaram: Ray 2.60,
+    ``ray/tune/schedulers/async_hyperband.py``); o relógio dos trials não desempata dois relatos
+    quase juntos. Fica de fora o degrau de ``max_t``, que só registra quem terminou."""
+    rungs: dict[int, list[tuple[str, float]]] = {}
+    for bracket in scheduler._brackets:
+        for milestone, recorded in bracket._rungs:
+            if milestone >= scheduler._max_t:
+                continue
+            rows = [(tid, float(v) / scheduler._metric_op) for tid, v in recorded.items()]
+            rungs.setdefault(int(milestone), []).extend(rows)
+    return dict(sorted(rungs.items()))
+
+
+def rung_decisions(rungs: Mapping[int, Sequence[tuple[str, float]]], reduction_factor: float):
+    """A regra do ASHA refeita (métrica a minimizar), uma linha por chegada a um degrau: o
+    ``corte`` é o percentil ``100 / reduction_factor`` dos que chegaram **antes** (nenhum corte
+    para o 1º) e ``parou`` diz se a métrica ficou acima dele."""
+    import pandas as pd
+
+    rows = []
+    for rung, arrivals in rungs.items():
+        for order, (trial_id, value) in enumerate(arrivals):
+            before = [v for _, v in arrivals[:order]]
+            cut = float(np.nanpercentile(before, 100 / reduction_factor)) if before else np.nan
+            rows.append((rung, order + 1, trial_id, value, cut, bool(before) and value > cut))
+    cols = ["degrau", "chegada", "trial_id", "mse", "corte", "parou"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def asha_decisions(scheduler: Any):
+    """:func:`rung_decisions` dos registros de um ``ASHAScheduler`` já usado num ``fit``."""
+    return rung_decisions(asha_rungs(scheduler), scheduler._reduction_factor)

@@ -65,3 +65,10 @@ def test_the_tuner_writes_under_results_tune_with_one_cpu_per_trial(lesson, tmp_
     assert made.tune_config.max_concurrent_trials == lesson["NUCLEOS"]
     assert made.trainable._resources.required_resources == {"CPU": 1}
     assert made.param_space == space
+
+
+def test_concorrentes_fixes_how_many_trials_run_together(lesson):
+    # o ASHA da seção 5 roda com 2 trials juntos em qualquer máquina (a ordem de chegada conta)
+    lesson["roda_tuner"](trial, {"max_depth": tune.grid_search([2, 4])}, "03_asha", concorrentes=2)
+    assert FakeTuner.created[-1].tune_config.max_concurrent_trials == 2
+    assert FakeTuner.created[-1].tune_config.reuse_actors is True

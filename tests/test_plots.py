@@ -74,3 +74,20 @@ def test_timeline_has_one_row_per_process_and_one_bar_per_task():
     assert [t.get_text() for t in ax_s.get_yticklabels()] == ["núcleo 0", "núcleo 1"]
     assert len(ax_s.patches) == 3
     plt.close(fig)
+
+
+def test_worker_timelines_have_one_panel_per_mode_and_one_row_per_process():
+    # os mesmos 3 jobs: no joblib o 3º espera o PID 7 (a vez dele); nas tarefas, vai ao PID 9 livre
+    labels = ["a", "b", "c"]
+    panels = {
+        "joblib": [(7, 0.5, 2.5), (9, 0.5, 1.5), (7, 2.5, 3.5)],
+        "tarefas": [(3, 0.0, 2.0), (4, 0.0, 1.0), (4, 1.0, 2.0)],
+    }
+    fig = plots.plot_worker_timelines(panels, labels)
+    ax_j, ax_t = fig.axes
+    assert [ax.get_title() for ax in fig.axes] == ["joblib", "tarefas"]
+    assert [t.get_text() for t in ax_j.get_yticklabels()] == ["PID 7", "PID 9"]
+    assert [t.get_text() for t in ax_t.get_yticklabels()] == ["PID 3", "PID 4"]
+    rows = sorted((p.get_x(), p.get_y() + p.get_height() / 2) for p in ax_t.patches)
+    np.testing.assert_allclose(rows, [(0.0, 0.0), (0.0, 1.0), (1.0, 1.0)])
+    plt.close(fig)

@@ -68,3 +68,55 @@ def test_search_difference_names_what_differs(local):
     worse = [(n, d, mse + (1.0 if (n, d) == best[:2] else 0.0), s) for n, d, mse, s in local]
     assert "melhor configuração" in tuning.search_difference(worse, local)
     assert "configurações diferentes" in tuning.search_difference(local[1:], local)
+
+
+def test_round_robin_difference_accepts_only_the_turn():
+    # 5 jobs em 2 processos: 1, 3 e 5 no mesmo (a vez), como o Pool do Ray os entrega
+    assert tuning.round_robin_difference([7, 9, 7, 9, 7], 2) is None
+    assert tuning.round_robin_difference([7, 9, 4, 7, 9, 4, 7], 3) is None
+    assert "job 2" in tuning.round_robin_difference([7, 9, 9, 7, 7], 2)  # o livre pegou o 3º
+    assert "primeiros" in tuning.round_robin_difference([7, 7, 9], 2)
+
+
+def test_rung_decisions_replays_asha_in_arrival_order():
+    # degrau 5: o 1º nunca para; o 2º (pior que o 1º) para; o 3º fica abaixo da mediana dos 2
+    rungs = {5: [("a", 3.0), ("b", 4.0), ("c", 1.0), ("d", 3.6)], 10: [("a", 2.0), ("c", 0.5)]}
+    df = tuning.rung_decisions(rungs, reduction_factor=2)
+    at5 = df[df["degrau"] == 5]
+    assert list(at5["trial_id"]) == ["a", "b", "c", "d"] and list(at5["chegada"]) == [1, 2, 3, 4]
+    assert list(at5["parou"]) == [False, True, False, True]
+    assert np.isnan(at5["corte"].iloc[0]) and at5["corte"].iloc[3] == pytest.approx(3.0)
+    assert list(df[df["degrau"] == 10]["parou"]) == [False, False]
+    # a mesma chegada na ordem inversa: ninguém para (cada um melhor que os anteriores)
+    rev = tuning.rung_decisions({5: [("x", 4.0), ("y", 3.0), ("z", 1.0)]}, reduction_factor=2)
+    assert not rev["parou"].any()
+    # empate com o corte não para (o ASHA para só abaixo dele); reduction_factor=3: o melhor terço
+    tie = tuning.rung_decisions({5: [("a", 2.0), ("b", 2.0)]}, reduction_factor=2)
+    assert list(tie["parou"]) == [False, False]
+    third = tuning.rung_decisions({5: [("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)]}, 3)
+    late = tuning.rung_decisions(
+        {5: [*third[["trial_id", "mse"]].itertuples(index=False), ("e", 2.5)]}, 3
+    )
+    assert late["parou"].iloc[-1] and late["corte"].iloc[-1] == pytest.approx(2.0)
+
+
+def test_asha_rungs_reads_the_scheduler_in_arrival_order():
+    from ray.tune.schedulers import ASHAScheduler
+
+    asha = ASHAScheduler(
+        metric="mse", mode="min", time_attr="arvores", max_t=20, grace_period=5, reduction_factor=2
+    )
+
+    class Trial:  # o que o _Bracket usa de um trial
+        def __init__(self, trial_id):
+            self.trial_id = trial_id
+
+    bracket = asha._brackets[0]
+    decisions = {}
+    for tid, mse in [("b", 2.0), ("a", 1.0), ("c", 3.0)]:
+        decisions[tid] = bracket.on_result(Trial(tid), 5, -mse)
+    bracket.on_result(Trial("a"), 20, -0.5)  # o degrau de max_t fica de fora
+    rungs = tuning.asha_rungs(asha)
+    assert rungs == {5: [("b", 2.0), ("a", 1.0), ("c", 3.0)], 10: []}
+    replay = tuning.rung_decisions(rungs, 2).set_index("trial_id")["parou"]
+    assert {t: d == "STOP" for t, d in decisions.items()} == replay.to_dict()
