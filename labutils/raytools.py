@@ -67,18 +67,24 @@ def init_ray(
     except ConnectionError as err:
         raise ConnectionError(
             f"Não foi possível conectar ao cluster Ray em {address!r}: {err}. Confira se o nó "
-            "principal está no ar (`ray status`), o IP:PORTA e se RAY_AUTH_MODE e o token "
-            "(~/.ray/auth_token) são os do nó principal."
+            "principal está no ar (`ray status`) e o IP:PORTA. " + bring_token()
         ) from err
+
+
+def parse_address(address: str) -> tuple[str, int] | None:
+    """``"IP:PORTA"`` (ou ``"ray://IP:PORTA"``) → ``("IP", PORTA)``; ``None`` se falta a porta."""
+    host, sep, port = str(address).strip().split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     """``ConnectionError`` se ninguém atende em ``address`` em ``timeout`` s (o Ray tentaria por
     muito tempo); sem porta, fica para o Ray."""
-    host, sep, port = address.split("://", 1)[-1].rpartition(":")
-    if not sep or not port.isdigit():
+    if (parsed := parse_address(address)) is None:
         return
-    err = system.reachable(host.strip("[]"), int(port), timeout=timeout)
+    err = system.reachable(*parsed, timeout=timeout)
     if err is not None:
         raise ConnectionError(
             f"Ninguém atende no endereço do nó principal do cluster Ray {address!r} "
@@ -159,15 +165,27 @@ def version_mismatch(head: dict[str, str], here: dict[str, str], level: str) -> 
     return text
 
 
+def bring_token(
+    path: Path | str = "~/.ray/auth_token", then: str = "rode o mesmo comando de novo"
+) -> str:
+    """Como uma máquina de aluno recebe o token do nó principal: o mesmo conselho em todo lugar."""
+    return (
+        f"Traga o ~/.ray/auth_token do nó principal (a máquina do instrutor) e {then}:\n"
+        f"  a) copie o arquivo para {path} e deixe-o só seu: chmod 600 {path}\n"
+        "  b) ou, neste terminal: export RAY_AUTH_TOKEN='<conteúdo do arquivo do instrutor>'\n"
+        "Não cole o token num notebook nem num repositório: ele dá acesso ao cluster."
+    )
+
+
 def _token_refused(address: str) -> str:
     kind, path = token_source()
     if kind == "env":
         source = "a variável RAY_AUTH_TOKEN"
     else:
         source = str(path) if path.is_file() else f"nenhum: {path} não existe"
-    return (
-        f"O nó principal em {address} recusou o token desta máquina ({source}): copie de novo o "
-        "~/.ray/auth_token da máquina do instrutor (ou corrija RAY_AUTH_TOKEN) e tente de novo."
+    target = path or "~/.ray/auth_token"
+    return f"O nó principal em {address} recusou o token desta máquina ({source}). " + bring_token(
+        target
     )
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 
 from labutils import config, system
-from labutils.raytools import alive_nodes, ray_executable
+from labutils.raytools import alive_nodes, bring_token, parse_address, ray_executable
 
 DEFAULT_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265
@@ -48,13 +48,12 @@ def require_free_port(port: int, what: str) -> None:
 
 def split_address(address: str) -> tuple[str, int]:
     """``"IP:PORTA"`` → ``("IP", PORTA)``, ou :class:`ClusterError` que mostra o formato."""
-    host, sep, port = str(address).strip().rpartition(":")
-    if not sep or not host or not port.isdigit():
+    if (parsed := parse_address(address)) is None:
         raise ClusterError(
             f"Endereço do nó principal inválido: {address!r}. Use o formato IP:PORTA, "
             "ex.: 192.168.0.10:6379 (o que `ray start --head` imprimiu)."
         )
-    return host.strip("[]"), int(port)
+    return parsed
 
 
 def wait_for_nodes(count: int, timeout: float = 30) -> int:
@@ -95,11 +94,7 @@ def ensure_auth_token(*, generate: bool = True) -> str:
         where = "RAY_AUTH_TOKEN_PATH aponta para" if kind == "path_env" else "procurei em"
         raise ClusterError(
             f"Esta máquina ainda não tem o token do cluster ({where} {path} e na variável "
-            "RAY_AUTH_TOKEN); um novo seria recusado. Traga o ~/.ray/auth_token do nó principal "
-            "(a máquina do instrutor) e rode o mesmo comando de novo:\n"
-            f"  a) copie o arquivo para {path} e deixe-o só seu: chmod 600 {path}\n"
-            "  b) ou, neste terminal: export RAY_AUTH_TOKEN='<conteúdo do arquivo do instrutor>'\n"
-            "Não cole o token num notebook nem num repositório: ele dá acesso ao cluster."
+            f"RAY_AUTH_TOKEN); um novo seria recusado. {bring_token(path)}"
         )
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
@@ -120,6 +115,6 @@ def auth_token() -> str:
         return config.env("RAY_AUTH_TOKEN") if kind == "env" else path.read_text().strip()
     except OSError as err:
         raise ClusterError(
-            f"Não achei o token de autenticação do Ray em {path}: gere um com "
-            "`ray get-auth-token --generate` (no nó principal) ou copie o dele para esse caminho."
+            f"Não achei o token de autenticação do Ray em {path}: no nó principal, gere um com "
+            f"`ray get-auth-token --generate`; numa máquina de aluno: {bring_token(path)}"
         ) from err

@@ -16,7 +16,7 @@ from labutils.cluster.base import (
     run_ray,
     split_address,
 )
-from labutils.raytools import check_cluster, check_reachable, ray_executable
+from labutils.raytools import bring_token, check_cluster, check_reachable, ray_executable
 from labutils.system import LOCALHOST
 
 
@@ -143,11 +143,11 @@ def start_head(*, timeout: float = 90, **options) -> str:
     run_ray(head_command(**options), timeout=timeout, leave_running=True)  # o nó fica no ar
     address = f"{options.get('node_ip_address') or local_ip()}:{port}"
     print(
-        f"\nNó principal no ar em {address}. Em cada máquina de aluno (mesmo ambiente Python):\n"
-        f"  1. traga o token deste nó ({token_source}) para ~/.ray/auth_token, com chmod 600\n"
-        "     (ou exporte RAY_AUTH_TOKEN com o conteúdo dele; não o cole em notebooks)\n"
-        f"  2. python -m labutils.cluster join {address}\n"
-        f"     (o mesmo que: RAY_AUTH_MODE=token ray start --address={address})"
+        f"\nNó principal no ar em {address}, com o token de {token_source}. Em cada máquina de "
+        "aluno (o mesmo Python X.Y e o mesmo Ray):\n"
+        f"{bring_token(then='rode o join')}\n"
+        f"Depois: python -m labutils.cluster join {address}\n"
+        f"  (o mesmo que: RAY_AUTH_MODE=token ray start --address={address})"
     )
     return address
 
