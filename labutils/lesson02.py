@@ -41,18 +41,23 @@ def fit_and_score(
     random_state=RANDOM_STATE,
     *,
     n_jobs=None,
+    max_features=1.0,
 ):
     """Treina uma ``RandomForestRegressor`` e devolve ``(n_estimators, max_depth, mse, segundos)``.
 
     O MSE é medido em ``(X_test, y_test)``: numa busca, passe a **validação**. ``segundos``
-    inclui treino e avaliação; ``n_jobs`` vai ao scikit-learn.
+    inclui treino e avaliação; ``n_jobs`` e ``max_features`` vão ao scikit-learn.
     """
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.metrics import mean_squared_error
 
     start = time.perf_counter()
     model = RandomForestRegressor(
-        n_estimators=n_estimators, max_depth=max_depth, random_state=random_state, n_jobs=n_jobs
+        n_estimators=n_estimators,
+        max_depth=max_depth,
+        max_features=max_features,
+        random_state=random_state,
+        n_jobs=n_jobs,
     )
     model.fit(X_train, y_train)
     mse = float(mean_squared_error(y_test, model.predict(X_test)))
@@ -104,8 +109,9 @@ def list_schedule_makespan(task_seconds, cores):
 
 # @save
 def estimated_cost(n_estimators, max_depth, n_samples=None):
-    """Custo relativo de uma floresta, só para ordenar: árvores × níveis úteis (depois de
-    ~log2(amostras) níveis as folhas ficam puras e os níveis seguintes quase não custam)."""
+    """Custo relativo de uma floresta, só para ordenar: árvores × níveis. Heurística: cada nível
+    percorre no máximo todas as amostras, e contamos até ~log2(amostras) níveis, a altura de uma
+    árvore equilibrada; árvores de regressão passam disso, com cada vez menos amostras por nível."""
     levels = float(max_depth)
     if n_samples is not None and n_samples > 1:
         levels = min(levels, math.log2(n_samples))

@@ -60,6 +60,10 @@ def test_fit_and_score_matches_sklearn(data):
     assert fit_and_score(7, 3, *data, n_jobs=2)[2] == pytest.approx(mse, rel=1e-9)
     # outra semente, outro modelo
     assert fit_and_score(7, 3, *data, random_state=1)[2] != pytest.approx(mse, rel=1e-9)
+    # max_features (a grade da escolha do modelo) chega à floresta
+    half = RandomForestRegressor(n_estimators=7, max_depth=3, max_features=0.4, random_state=42)
+    want = mean_squared_error(y_test, half.fit(X_train, y_train).predict(X_test))
+    assert fit_and_score(7, 3, *data, max_features=0.4)[2] == pytest.approx(want, rel=1e-12)
 
 
 def test_speedup_bound_examples():
