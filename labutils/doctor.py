@@ -281,11 +281,7 @@ def check_cpus(count: int | None = None) -> Row:
             f"{count} núcleo: as comparações com 2 workers não terão ganho",
             "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
         )
-    import psutil
-
-    cores = psutil.cpu_count(logical=False)
-    memory = f"{psutil.virtual_memory().total / 2**30:.0f} GB de memória"
-    return Row(OK, "CPUs", f"{count} CPUs lógicas, {cores or '?'} núcleos físicos, {memory}")
+    return Row(OK, "CPUs", system.describe_machine({**system.machine(), "logical_cpus": count}))
 
 
 def check_scale() -> Row:

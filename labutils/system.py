@@ -32,6 +32,38 @@ def check_int(value: object, name: str, low: int = 1, high: int | None = None, e
     return value
 
 
+def machine() -> dict:
+    """A máquina, descrita uma vez para o diagnóstico, o ensaio e o benchmark: o processador,
+    as CPUs lógicas que este processo pode usar, os núcleos físicos e a memória."""
+    import platform
+    from pathlib import Path
+
+    import psutil
+
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")  # o nome do processador, no Linux
+    if cpuinfo.exists():
+        lines = cpuinfo.read_text(encoding="utf-8").splitlines()
+        model = next(
+            (x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), model
+        )
+    return {
+        "cpu": model,
+        "logical_cpus": usable_cpus(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+    }
+
+
+def describe_machine(here: dict | None = None) -> str:
+    """``N CPUs lógicas, M núcleos físicos, X GB de memória``, de :func:`machine`."""
+    here = here or machine()
+    return (
+        f"{here['logical_cpus']} CPUs lógicas, {here['physical_cores'] or '?'} núcleos físicos, "
+        f"{here['memory_gb']:.0f} GB de memória"
+    )
+
+
 def usable_cpus() -> int:
     """Quantas CPUs lógicas este processo pode usar (a afinidade, onde existe: Linux, 3.13+)."""
     if hasattr(os, "process_cpu_count"):

@@ -5,19 +5,27 @@ import sys
 
 import nbformat
 import pytest
+from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_notebook
 
 from labutils import system
-from tools.run_notebooks import ROOT, lesson_notebooks
+from tools.run_notebooks import ROOT, execute, lesson_notebooks
 
 
-def test_make_notebooks_runs_every_lesson_and_the_solution_but_not_the_student_copy():
-    names = [p.name for p in lesson_notebooks()]
-    assert names == sorted(names) and names[0].startswith("00_"), names
-    assert "07_exercicio_multiworker_solucao.ipynb" in names
-    assert not [n for n in names if n.endswith("_aluno.ipynb")], names
-    every = {p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
-    assert every - set(names) == {"07_exercicio_multiworker_aluno.ipynb"}
+def test_make_notebooks_runs_the_lessons_in_order_and_the_solution_but_not_the_student_copy(
+    tmp_path,
+):
+    for name in (
+        "01_b.ipynb",
+        "00_a.ipynb",
+        "07_c_aluno.ipynb",
+        "07_c_solucao.ipynb",
+        "notas.ipynb",
+    ):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in lesson_notebooks(tmp_path)] == [
+        "00_a.ipynb", "01_b.ipynb", "07_c_solucao.ipynb"
+    ]  # fmt: skip
 
 
 def _notebook(path, *sources):
@@ -41,3 +49,13 @@ def test_one_line_per_notebook_with_its_time_and_rc_1_when_one_fails(tmp_path):
 
     done = system.run([*cmd, str(ok)], timeout=150, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_each_cell_s_time_comes_from_the_kernel_s_own_marks(tmp_path):
+    nb = nbformat.read(_notebook(tmp_path / "a.ipynb", "import time", "time.sleep(0.5)", "1/0"), 4)
+    times = []
+    with pytest.raises(CellExecutionError):
+        execute(nb, cwd=tmp_path, timeout=60, times=times)
+    assert [t["index"] for t in times] == [0, 1, 2]  # a que falhou também
+    assert 0.5 <= times[1]["seconds"] < 5 and times[0]["seconds"] < 0.5

@@ -17,7 +17,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from labutils.system import kill_tree  # noqa: E402
+from labutils.system import describe_machine, kill_tree, machine  # noqa: E402
 
 #: minutos de um período de aula para o caminho principal de uma lição (a meta do ensaio)
 CLASS_PERIOD_MIN = 15.0
@@ -78,41 +77,32 @@ def execute(
                 if left <= 0:
                     raise TimeoutError(f"passou do limite de {timeout:g} s")
                 client.timeout = max(1, int(left))
-                start = time.perf_counter()
                 try:
                     client.execute_cell(cell, index)
                 except CellTimeoutError:
                     raise TimeoutError(f"passou do limite de {timeout:g} s") from None
-                finally:
-                    seconds = time.perf_counter() - start
-                    times.append({"index": index, "seconds": seconds, "tags": sorted(tags(cell))})
+                finally:  # o nbclient anota o início e o fim de cada célula (record_timing)
+                    if (seconds := _cell_seconds(cell)) is not None:
+                        times.append(
+                            {"index": index, "seconds": seconds, "tags": sorted(tags(cell))}
+                        )
         finally:  # antes de o nbclient desligar o kernel: o Ray que ele iniciou vai junto
             kill_tree(pid)
     return times
 
 
+def _cell_seconds(cell) -> float | None:
+    """Da entrada da célula no kernel à resposta dele, pelas horas que o nbclient anota."""
+    marks = cell.get("metadata", {}).get("execution", {})
+    if "iopub.execute_input" not in marks or "shell.execute_reply" not in marks:
+        return None  # interrompida antes da resposta
+    start, end = (dt.datetime.fromisoformat(marks[k].replace("Z", "+00:00"))
+                  for k in ("iopub.execute_input", "shell.execute_reply"))  # fmt: skip
+    return (end - start).total_seconds()
+
+
 def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def machine() -> dict:
-    import psutil
-
-    from labutils.system import usable_cpus
-
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")  # o nome do processador, no Linux
-    if cpuinfo.exists():
-        lines = cpuinfo.read_text(encoding="utf-8").splitlines()
-        model = next(
-            (x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), model
-        )
-    return {
-        "cpu": model,
-        "logical_cpus": usable_cpus(),
-        "physical_cores": psutil.cpu_count(logical=False),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-    }
 
 
 def uses_gpu(nb) -> bool:
@@ -147,8 +137,7 @@ def markdown(report: dict) -> str:
         + (" do tamanho real)" if report["scale"] == "full" else ": tamanhos mínimos)"),
         "",
         f"- **data**: {report['date']}",
-        f"- **máquina**: {m['cpu']}; {m['logical_cpus']} CPUs lógicas, {m['physical_cores']} "
-        f"núcleos físicos, {m['memory_gb']} GB de memória; GPU: {report['probe'].get('device')}",
+        f"- **máquina**: {m['cpu']}; {describe_machine(m)}; GPU: {report['probe'].get('device')}",
         f"- **sonda de velocidade** (a rede da lição 05, treino centralizado): "
         f"{report['probe'].get('images_per_s', 0):,.0f} imagens/s",
         "- **comando**: `make rehearsal` (`python tools/run_notebooks.py --rehearsal`); cada "

@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from labutils import system
-from tools.run_notebooks import machine, now
+from tools.run_notebooks import now
 
 
 @dataclass
@@ -161,7 +161,7 @@ def _fmt(value: float | None, suffix: str = "") -> str:
 
 def machine_info(scale: str) -> dict[str, str]:
     """Núcleos, memória, GPU e versões: registrados junto de cada resultado."""
-    here = machine()
+    here = system.machine()
     try:
         gpus = system.run(["nvidia-smi", "-L"], timeout=10, check=False).stdout.strip()
     except OSError:  # sem nvidia-smi
@@ -172,7 +172,8 @@ def machine_info(scale: str) -> dict[str, str]:
         "data": now(),
         "processador": here["cpu"],
         "núcleos disponíveis": str(here["logical_cpus"]),
-        "memória": f"{here['memory_gb']} GiB",
+        "núcleos físicos": str(here["physical_cores"]),
+        "memória": f"{here['memory_gb']} GB",
         "GPU": "; ".join(gpus.splitlines()) or "nenhuma",
         "carga média (1 min) no início": f"{os.getloadavg()[0]:.2f}",
         "escala": scale,
