@@ -1,5 +1,6 @@
-"""O que as lições 01 e 03 afirmam do Ray e conferem ao vivo, num Ray local de 2 CPUs: o joblib
-no Ray distribui os jobs na vez dos atores, não a quem está livre (lição 03)."""
+"""O que as lições 01 e 03 afirmam do Ray, conferido num Ray local de 2 CPUs: só a referência
+passada direto a uma tarefa vira valor (lição 01); o joblib no Ray distribui os jobs na vez dos
+atores, não a quem está livre (lição 03). E o tamanho da demonstração do ``ray.put`` (lição 01)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,25 @@ def ray_local():
     raytools.init_ray(num_cpus=2, dashboard=False)
     yield
     ray.shutdown()
+
+
+def test_the_put_demo_fits_in_half_of_the_object_store():
+    size_mb = load("01_fundamentos_ray").tamanho_demo_mb
+    gib = 1024**3
+    assert size_mb(20 * gib, 11, teto_mb=200) == 200  # cabe: o teto da escala
+    assert size_mb(2 * gib, 11, teto_mb=200) == 93  # macOS: 11 cópias de 93 MB em 1 GiB
+    assert 11 * size_mb(2 * gib, 11, teto_mb=200) * 1024**2 <= gib
+    assert size_mb(10 * 1024**2, 11, teto_mb=200) == 1  # ao menos 1 MB
+
+
+@pytest.mark.timeout(60)
+def test_only_top_level_refs_arrive_as_values(ray_local):
+    @ray.remote
+    def kinds(direct, nested):
+        return isinstance(direct, ray.ObjectRef), isinstance(nested["x"][0], ray.ObjectRef)
+
+    ref = ray.put([1, 2, 3])
+    assert ray.get(kinds.remote(ref, {"x": [ref]})) == (False, True)
 
 
 @pytest.mark.timeout(120)
