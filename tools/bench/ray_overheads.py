@@ -1,5 +1,6 @@
-"""Custos fixos do Ray: iniciar, agendar uma tarefa vazia, mover dados (``ray.put`` × argumento ×
-captura)."""
+"""Custos fixos do Ray: agendar uma tarefa vazia e os dados de treino capturados pela função ×
+``ray.put``. O ``ray.init`` e o ``ray.put`` × o array em cada chamada são medidos pela própria
+lição 01 (o ensaio, ``make rehearsal``, registra o tempo de cada célula dela)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from labutils.timing import Timer
 from tools.bench.report import Measurement, Report
 
 SECTION = "Ray: custos fixos"
+LESSON_01 = (
+    "medidos pela própria lição 01, não aqui; o tempo de cada célula dela está no ensaio "
+    "(docs/ensaio/ensaio.md, `make rehearsal`)"
+)
 
 
 def _add_pair(report: Report, what: str, base: tuple, other: tuple, note: str) -> None:
@@ -38,15 +43,11 @@ def run(report: Report, repeats: int, scale: str) -> None:
     from labutils.raytools import init_ray
 
     n_tasks = pick(full=2_000, smoke=200, scale=scale)
-    array_mb = pick(full=100, smoke=10, scale=scale)
     captured_mb = pick(full=20, smoke=5, scale=scale)
     n_readers = pick(full=8, smoke=4, scale=scale)
 
-    init_seconds = []
-    for _ in range(repeats):
-        ray.shutdown()
-        init_seconds.append(_seconds(lambda: init_ray(dashboard=False)))
-    report.add(Measurement(SECTION, "ray.init (local, sem dashboard)", "tempo (s)", init_seconds))
+    init_ray(dashboard=False)
+    report.skip(SECTION, "ray.init; ray.put × o array em cada chamada", LESSON_01)
 
     @ray.remote
     def empty():
@@ -70,15 +71,6 @@ def run(report: Report, repeats: int, scale: str) -> None:
             ref = ray.put(block)
             ray.get([total.remote(ref) for _ in range(n_readers)])
         return t.seconds
-
-    data = np.ones(array_mb * 1024**2 // 8)
-    by_arg, by_put = [], []
-    for _ in range(repeats):
-        by_arg.append(readers(lambda: total.remote(data)))
-        by_put.append(put_once(data))
-    _add_pair(report, f"{n_readers} tarefas lendo {array_mb} MB",
-              ("array em cada chamada", by_arg), ("ray.put uma vez", by_put),
-              note="speedup sobre passar o array em cada chamada")  # fmt: skip
 
     # Dados de treino lidos de fora da função, como no roteiro (a definição da função leva a
     # cópia), contra uma cópia só no armazém de objetos. Função nova a cada repetição: sessão nova.
