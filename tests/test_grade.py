@@ -187,6 +187,9 @@ def test_the_untouched_student_notebook_stops_at_todo_1_kindly(tmp_path):
     env = {**os.environ, "LABUTILS_SCALE": "smoke", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env["LABUTILS_RESULTS_DIR"] = str(tmp_path / "results")
     env.pop("RAY_ADDRESS", None)
+    # sem ela, o kernel mostra nas células o que o C++ escreve no stderr, como no Jupyter (o
+    # ipykernel não o captura quando vê essa variável do pytest)
+    env.pop("PYTEST_CURRENT_TEST", None)
     with pytest.raises(CellExecutionError):
         execute(nb, cwd=tmp_path, env=env, timeout=240, skip={"exemplo"})
     failed = _error_cells(nb)
