@@ -151,10 +151,29 @@ def _node_of():
 
 
 @pytest.mark.slow
+def _fixed_ports(commands: list[list[str]]) -> dict[str, set[int]]:
+    """As portas que os ``ray start`` fixaram, por opção (``--worker-port-list`` tem várias)."""
+    fixed: dict[str, set[int]] = {}
+    for arg in (a for cmd in commands for a in cmd if a.startswith("--") and "=" in a):
+        flag, value = arg.split("=", 1)
+        if "port" in flag and value.replace(",", "").isdigit():
+            fixed.setdefault(flag, set()).update(map(int, value.split(",")))
+    return fixed
+
+
 def test_local_cluster_listens_off_loopback_only_where_ray_offers_no_choice(running):
+    """Fora do loopback, cada porta é de um processo conhecido e, se uma opção do ``ray start``
+    a fixa, é a que o cluster passou nessa opção: nenhuma porta sorteada fora da lista."""
     found = network.listeners(running.pids)
     assert found, "nenhuma porta escutando? o cluster não está no ar"
-    unexplained = [i for i in found if i.ip not in network.LOOPBACK and i.reason is None]
+    fixed = _fixed_ports([node.args for node in running._nodes])
+    fixed["--port"] = {running.port}
+    unexplained = [
+        i
+        for i in found
+        if i.ip not in network.LOOPBACK
+        and (i.reason is None or (i.flags and not any(i.port in fixed.get(f, ()) for f in i.flags)))
+    ]
     assert not unexplained, f"portas abertas para a rede sem motivo conhecido: {unexplained}"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from labutils import doctor
 from labutils.doctor import OK, WARN
-from tools.run_notebooks import uses_gpu
+from tools.run_notebooks import lesson_notebooks, uses_gpu
 
 REFERENCE = {
     "date": "2026-12-04 20:36 UTC",
@@ -70,13 +70,10 @@ def test_the_real_probe_measures_this_machine():
     assert probe["device"] == "nenhuma" or probe["device"].startswith("/physical_device:GPU")
 
 
-def test_the_rehearsal_says_which_lessons_use_the_gpu():
+def test_the_lessons_that_use_the_gpu_are_05_and_07_in_the_code_and_in_the_rehearsal():
     """05 e 07 usam a GPU; a 06 a esconde e, como as sem TensorFlow, é estimada pelas CPUs."""
     root = Path(__file__).resolve().parents[1]
+    sniffed = {p.name[:2] for p in lesson_notebooks() if uses_gpu(nbformat.read(p, as_version=4))}
+    assert sniffed == {"05", "07"}
     table = json.loads((root / "docs" / "ensaio" / "ensaio.json").read_text(encoding="utf-8"))
-    marked = set()
-    for lesson in table["lessons"]:
-        gpu = uses_gpu(nbformat.read(root / "notebooks" / lesson["notebook"], as_version=4))
-        assert lesson["gpu"] == gpu, lesson["notebook"]
-        marked |= {lesson["notebook"][:2]} if gpu else set()
-    assert marked == {"05", "07"}
+    assert {lesson["notebook"][:2] for lesson in table["lessons"] if lesson["gpu"]} == {"05", "07"}
