@@ -126,36 +126,3 @@ def test_todo_is_friendly_and_survives_pickle():
     assert err._render_traceback_() == [f"{err.icon} {err}"]  # no Jupyter, sem traceback
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is checks.TodoNotDone and str(again) == str(err)
-
-
-def _after_training(notebook: Path) -> list[str]:
-    """O código das seções 5 e 6: as células entre a verificação do treino e o TODO 5."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    start = next(i for i, c in enumerate(cells) if "check-4-treino" in c.metadata.get("tags", []))
-    end = next(i for i, c in enumerate(cells) if c.source.startswith("### TODO 5"))
-    return [c.source for c in cells[start + 1 : end] if c.cell_type == "code"]
-
-
-def test_sections_5_and_6_read_only_what_the_checks_require(tmp_path):
-    """A regra do exercício: uma resposta que passa nas verificações roda todas as células. As
-    seções 5 e 6 rodam com um treino que reportou SÓ o que as verificações dos TODOs 3 e 4
-    exigem (as métricas do fit e a época) e os ``worker_<rank>.json`` do ``save_checkpoint``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    from labutils import multiworker
-
-    epochs = 2
-    rows = [{**dict.fromkeys(checks.FIT_METRICS, 0.5), "epoch": e} for e in range(epochs, 0, -1)]
-    for rank in range(2):
-        multiworker.write_worker(tmp_path, {"rank": rank, "epoch": epochs})
-    result = SimpleNamespace(metrics_dataframe=pd.DataFrame(rows), checkpoint=str(tmp_path))
-    ns = {"result": result, "config": {"epochs": epochs}, "multiworker": multiworker, "plt": plt}
-    ns["plan"] = SimpleNamespace(num_workers=2)
-    for source in _after_training(SOLUTION):
-        exec(compile(source, str(SOLUTION), "exec"), ns)
-    plt.close("all")
-    assert list(ns["history"]["epoch"]) == [1, 2]

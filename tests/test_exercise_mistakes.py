@@ -293,13 +293,54 @@ def train_loop_per_worker(config):
 """
 
 
+def _after_training(metrics: list[str], folder: Path) -> dict:
+    """Roda as seções 5 e 6 da solução (as células entre a verificação do treino e o TODO 5)
+    sobre um treino de 2 épocas cujos reports trouxeram as ``metrics`` e cujo checkpoint tem os
+    ``worker_<rank>.json`` do ``save_checkpoint``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    cells = nbformat.read(SOLUTION, as_version=4).cells
+    start = next(i for i, c in enumerate(cells) if "check-4-treino" in c.metadata.get("tags", []))
+    end = next(i for i, c in enumerate(cells) if c.source.startswith("### TODO 5"))
+    rows = [{**dict.fromkeys(metrics, 0.5), "epoch": epoch} for epoch in (2, 1)]
+    for rank in range(2):
+        multiworker.write_worker(folder, {"rank": rank, "epoch": 2})
+    result = SimpleNamespace(metrics_dataframe=pd.DataFrame(rows), checkpoint=str(folder))
+    ns = {**NAMESPACE, "result": result, "plt": plt, "config": {**CONFIG, "epochs": 2}}
+    for cell in cells[start + 1 : end]:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, str(SOLUTION), "exec"), ns)
+    plt.close("all")
+    return ns
+
+
+def test_sections_5_and_6_read_only_what_the_checks_require(tmp_path):
+    """A regra do exercício: uma resposta que passa nas verificações roda todas as células. As
+    seções 5 e 6 rodam com um treino que reportou SÓ o que as verificações exigem."""
+    ns = _after_training([*checks.FIT_METRICS, "epoch"], tmp_path)
+    assert list(ns["history"]["epoch"]) == [1, 2]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_a_right_training_function_in_other_idioms_passes(capsys):
-    """Os dois passos (do zero e a retomada) de uma função certa que não é a da solução."""
+def test_a_right_training_function_in_other_idioms_passes(capsys, monkeypatch, tmp_path):
+    """Os dois passos (do zero e a retomada) de uma função certa que não é a da solução; e as
+    seções 5 e 6 rodam com as métricas que ela reportou."""
+    reported, verdict = [], checks._verdict
+
+    def keep(seen, *args):
+        verdict(seen, *args)
+        reported.extend(seen[0]["reports"][0]["metrics"])
+
+    monkeypatch.setattr(checks, "_verdict", keep)
     ns = _answers(LOOP_OTHER_IDIOMS)
     checks.check_training_function(ns["train_loop_per_worker"], CONFIG)
     assert "retomada do checkpoint" in capsys.readouterr().out
+    _after_training(reported, tmp_path)
 
 
 @pytest.mark.slow
