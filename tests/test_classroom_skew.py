@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_classroom_machines import _WHY_NOT, PORT, ROOT, machines
+from netns import PORT, ROOT, WHY_NOT, machines
 
 from labutils.doctor import pinned
 
@@ -22,7 +22,7 @@ from labutils.doctor import pinned
 PYTHONS_ENV = "LABUTILS_SKEW_PYTHONS"
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or ""),
+    pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or ""),
     pytest.mark.skipif(
         not os.environ.get(PYTHONS_ENV),
         reason="a sala com Pythons diferentes: make classroom-check",

@@ -75,7 +75,7 @@ def imported_top_level_names() -> set[str]:
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    local = {"labutils", "tools", "processes", "conftest", "__future__"}
+    local = {"labutils", "tools", "processes", "netns", "conftest", "__future__"}
     return names - set(sys.stdlib_module_names) - local
 
 
