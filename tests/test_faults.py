@@ -1,5 +1,7 @@
 """Um worker do Ray morto (SIGKILL) no meio de uma tarefa da busca da lição 02, com o
-``max_retries`` da lição: a tarefa roda de novo e a busca termina com o MSE de um treino direto."""
+``max_retries`` da lição: a tarefa roda de novo e a busca termina com o MSE de um treino direto.
+No mesmo Ray local (uma partida só), o que as lições 01 e 03 afirmam do Ray: só a referência
+passada direto a uma tarefa vira valor; o joblib no Ray entrega os jobs na vez dos atores."""
 
 from __future__ import annotations
 
@@ -9,14 +11,17 @@ import signal
 import time
 from pathlib import Path
 
+import joblib
 import nbformat
 import numpy as np
 import psutil
 import pytest
 import ray
 from processes import descendants
+from ray.util.joblib import register_ray
 
-from labutils import lesson02, raytools
+from labutils import lesson02, raytools, tuning
+from tools.lesson_code import load
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON_02 = ROOT / "notebooks" / "02_busca_hiperparametros.ipynb"
@@ -96,3 +101,27 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
     assert [(r[0], r[1]) for r in results] == GRID
     expected = lesson02.fit_and_score(*GRID[0], *ray_local)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
+
+
+@pytest.mark.timeout(60)
+def test_only_top_level_refs_arrive_as_values(ray_local):
+    @ray.remote
+    def kinds(direct, nested):
+        return isinstance(direct, ray.ObjectRef), isinstance(nested["x"][0], ray.ObjectRef)
+
+    ref = ray.put([1, 2, 3])
+    assert ray.get(kinds.remote(ref, {"x": [ref]})) == (False, True)
+
+
+@pytest.mark.timeout(120)
+def test_joblib_on_ray_hands_each_job_to_the_next_actor_even_if_busy(ray_local):
+    # o 1º job é longo: um worker livre pegaria o 3º; o Pool do Ray o dá ao ator do 1º, na vez
+    wait = load("03_ray_tune_joblib").espera_cronometrada
+    register_ray()
+    with joblib.parallel_backend("ray"):
+        bars = joblib.Parallel(n_jobs=2, batch_size=1)(
+            joblib.delayed(wait)(s) for s in [0.5, 0.05, 0.05, 0.05, 0.05]
+        )
+    pids = [pid for pid, _, _ in bars]
+    assert tuning.round_robin_difference(pids, 2) is None, pids
+    assert bars[2][1] >= bars[0][2], "o 3º job esperou o 1º terminar no mesmo ator"
