@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -167,3 +170,63 @@ def test_the_doctor_shows_the_head_s_versions_beside_the_local_ones(fake_head, m
     assert row.status == doctor.FAIL and "PYTHON=python3.12" in row.remedy
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert doctor.check_cluster() == []  # sem cluster, nenhuma linha
+
+
+#: Um processo que inicia um LocalCluster e sai sem stop(): normalmente ou esperando um SIGKILL.
+#: ``sem`` desliga um dos mecanismos de limpeza (a prova de que o teste pega a falta dele).
+_PARENT = """
+import atexit, sys, time
+from labutils.cluster import LocalCluster, local
+end, without = sys.argv[1], sys.argv[2]
+if without == "atexit":
+    local.atexit.register = lambda f: None
+if without == "die_with_parent":
+    local.die_with_parent = lambda: None
+print(LocalCluster(num_workers=0, verbose=False).start().temp_dir, flush=True)
+if end == "kill":
+    time.sleep(600)
+"""
+
+
+def _processes_of(temp_dir: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if temp_dir in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.pid)
+    return found
+
+
+def orphans_after_the_parent_ends(without: str = "") -> dict[str, tuple[list[int], bool]]:
+    """Para cada fim do processo que iniciou o cluster (sai normalmente; SIGKILL): os processos
+    do cluster que sobraram e se o ``--temp-dir`` ficou."""
+    parents = {
+        end: subprocess.Popen(
+            [sys.executable, "-c", _PARENT, end, without], text=True, stdout=subprocess.PIPE
+        )  # fmt: skip
+        for end in ("exit", "kill")
+    }
+    temp = {end: proc.stdout.readline().strip() for end, proc in parents.items()}
+    parents["kill"].kill()
+    for proc in parents.values():
+        proc.wait(timeout=60)
+    result = {}
+    for end, temp_dir in temp.items():
+        deadline = time.monotonic() + 10  # o kernel entrega o sinal de morte do pai em seguida
+        while _processes_of(temp_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _processes_of(temp_dir)
+        system.kill_pids(left, wait_s=5)  # limpa o que o teste deixou, se algo falhou
+        result[end] = (left, Path(temp_dir).exists())
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_local_cluster_ends_with_the_process_that_started_it():
+    """Sem stop(): quem sai normalmente para o cluster e apaga o --temp-dir (atexit); quem
+    morre de SIGKILL leva os nós junto (die_with_parent)."""
+    ended = orphans_after_the_parent_ends()
+    assert ended["exit"] == ([], False), ended
+    assert ended["kill"][0] == [], ended

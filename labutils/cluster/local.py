@@ -98,6 +98,8 @@ class LocalCluster:
             return self
         ensure_auth_token()
         self.temp_dir = tempfile.mkdtemp(prefix="raylab-", dir="/tmp")  # caminho curto: sockets
+        # Quem o iniciou sai sem stop(): sai normalmente → atexit (para e apaga o --temp-dir);
+        # morre de SIGKILL (o kernel do Jupyter reiniciado) → die_with_parent, em cada nó.
         atexit.register(self.stop)
         t0 = time.monotonic()
         try:
@@ -218,8 +220,6 @@ class LocalCluster:
 
     def stop(self, timeout: float = 10) -> None:
         """Encerra os nós deste cluster (workers primeiro, nó principal por último). Idempotente."""
-        import psutil
-
         if self._nodes:
             self._collect_pids()
             for proc in reversed(self._nodes):  # SIGTERM ao `ray start`: ele para os seus filhos
@@ -231,12 +231,7 @@ class LocalCluster:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             for proc in self._nodes:  # o que sobrou do grupo de cada nó
                 system.kill_group(proc, grace=0)
-            leftovers = set(self._pids)  # os vivos deste cluster: PIDs vistos ou o --temp-dir
-            for p in psutil.process_iter(["cmdline"]):
-                with contextlib.suppress(psutil.Error):
-                    if self.temp_dir in " ".join(p.info["cmdline"] or []):
-                        leftovers.add(p.pid)
-            system.kill_pids(system.alive(leftovers), wait_s=5)
+            system.kill_pids(system.alive(self._pids), wait_s=5)  # os filhos vistos, fora do grupo
             self._nodes.clear()
             with contextlib.suppress(Exception):
                 atexit.unregister(self.stop)
