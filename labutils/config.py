@@ -5,6 +5,7 @@ ensaio (``LABUTILS_SYNTHETIC_DATA=1``: dados sintéticos do tamanho real).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,12 @@ DATA_DIR_ENV = "LABUTILS_DATA_DIR"
 RESULTS_DIR_ENV = "LABUTILS_RESULTS_DIR"
 TRAIN_STORAGE_ENV = "LABUTILS_TRAIN_STORAGE"
 SYNTHETIC_ENV = "LABUTILS_SYNTHETIC_DATA"
+#: o formato de máquina simulado: CPUs que o Ray declara e o tamanho do armazém de objetos
+CPUS_ENV = "LABUTILS_CPUS"
+OBJECT_STORE_ENV = "LABUTILS_OBJECT_STORE_MB"
+#: o que o próprio Ray lê ao subir um nó (ray/_private/resource_and_label_spec.py): vale mais
+#: que o num_cpus do ray.init, inclusive o de um ray.init() sem argumentos
+RAY_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 SCALES = ("full", "smoke")
 
 
@@ -96,6 +103,35 @@ def current_scale() -> str:
             f"Use uma destas: {', '.join(SCALES)} (ex.: export {SCALE_ENV}=smoke)."
         )
     return value
+
+
+def machine_shape() -> dict[str, int]:
+    """O formato de máquina pedido: ``{"cpus": N}`` (``LABUTILS_CPUS``) e ``{"object_store_mb":
+    M}`` (``LABUTILS_OBJECT_STORE_MB``; 2048 é o teto do macOS); vazio se nenhum."""
+    shape = {}
+    for key, name, low, example in (
+        ("cpus", CPUS_ENV, 1, "8"),
+        ("object_store_mb", OBJECT_STORE_ENV, 100, "2048"),
+    ):
+        if (value := env(name)) is None:
+            continue
+        if not value.isdigit() or int(value) < low:
+            raise ValueError(
+                f"{name}={value!r}: esperava um inteiro ≥ {low} (ex.: export {name}={example}); "
+                f"para a máquina de verdade, `unset {name}`."
+            )
+        shape[key] = int(value)
+    return shape
+
+
+def ray_resources_override(shape: dict[str, int]) -> str | None:
+    """O ``RAY_OVERRIDE_RESOURCES`` que faz o Ray declarar o formato ``shape``."""
+    resources = {}
+    if "cpus" in shape:
+        resources["CPU"] = shape["cpus"]
+    if "object_store_mb" in shape:
+        resources["object_store_memory"] = shape["object_store_mb"] * 2**20
+    return json.dumps(resources) if resources else None
 
 
 def sizes(scale: str | None = None) -> Sizes:
@@ -185,7 +221,10 @@ def ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     defaults = {"RAY_USAGE_STATS_ENABLED": "0", PYTHON_MATCH_ENV: PYTHON_MATCH_DEFAULT}
     if is_macos():  # um nó de um cluster de várias máquinas (veja MACOS_CLUSTER_ENV)
         defaults[MACOS_CLUSTER_ENV] = "1"
-    return {**defaults, **os.environ, "RAY_AUTH_MODE": auth, **(extra or {})}
+    # o formato simulado vale para o Ray de um processo só; os nós de um `ray start` (o cluster
+    # da sala, o LocalCluster) declaram o que as suas opções dizem
+    here = {k: v for k, v in os.environ.items() if k != RAY_RESOURCES_ENV}
+    return {**defaults, **here, "RAY_AUTH_MODE": auth, **(extra or {})}
 
 
 def is_macos() -> bool:
@@ -236,3 +275,5 @@ def set_default_env() -> None:
     os.environ.setdefault(HIDE_GPUS_ENV, "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(PYTHON_MATCH_ENV, PYTHON_MATCH_DEFAULT)
+    if override := ray_resources_override(machine_shape()):
+        os.environ.setdefault(RAY_RESOURCES_ENV, override)

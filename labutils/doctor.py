@@ -272,16 +272,36 @@ def check_ports(ports: dict[str, int] | None = None) -> list[Row]:
 HOST_TIMEOUT_S = 2.0
 
 
-def check_cpus(count: int | None = None) -> Row:
+def check_cpus(count: int | None = None) -> list[Row]:
     count = system.usable_cpus() if count is None else count
+    rows = []
+    if shape := config.machine_shape():
+        simulated = [f"{shape['cpus']} CPUs ({config.CPUS_ENV})"] if "cpus" in shape else []
+        if "object_store_mb" in shape:
+            simulated.append(
+                f"armazém de {shape['object_store_mb']} MB ({config.OBJECT_STORE_ENV})"
+            )
+        rows.append(
+            Row(
+                WARN,
+                "formato simulado",
+                f"simulando {' e '.join(simulated)}: o Ray declara isso, não o que a máquina tem",
+                "Vale para conferir escalonamento, paradas, tamanhos e recusas; as velocidades "
+                "medidas são as desta máquina, não as do formato.",
+            )
+        )
     if count < 2:
-        return Row(
+        rows.append(Row(
             WARN,
             "CPUs",
             f"{count} núcleo: as comparações com 2 workers não terão ganho",
             "Use uma máquina com 2 ou mais núcleos (ou junte outro nó ao cluster Ray).",
-        )
-    return Row(OK, "CPUs", system.describe_machine({**system.machine(), "logical_cpus": count}))
+        ))  # fmt: skip
+        return rows
+    return [
+        *rows,
+        Row(OK, "CPUs", system.describe_machine({**system.machine(), "logical_cpus": count})),
+    ]
 
 
 def check_scale() -> Row:

@@ -192,9 +192,14 @@ def test_hosts_are_checked_in_parallel_with_the_timeout(monkeypatch):
     assert calls == [0.5, 0.5, 0.5] and not any(reachable.values())
 
 
-def test_single_cpu_warns():
-    assert doctor.check_cpus(1).status == WARN
-    assert doctor.check_cpus(2).status == OK
+def test_single_cpu_warns_and_a_simulated_shape_is_said(monkeypatch):
+    monkeypatch.delenv("LABUTILS_CPUS", raising=False)
+    monkeypatch.delenv("LABUTILS_OBJECT_STORE_MB", raising=False)
+    assert [r.status for r in doctor.check_cpus(1)] == [WARN]
+    assert [r.status for r in doctor.check_cpus(2)] == [OK]
+    monkeypatch.setenv("LABUTILS_CPUS", "8")
+    simulated, real = doctor.check_cpus(2)
+    assert "simulando 8 CPUs" in simulated.detail and real.status == OK
 
 
 def test_require_ready_raises_only_on_failures():

@@ -111,7 +111,7 @@ def test_the_doctor_and_lesson_06_run_without_the_linux_only_calls(like_macos):
     from tools.lesson_code import load
 
     assert system.usable_cpus() == 3
-    assert "3 CPUs lógicas" in doctor.check_cpus().detail
+    assert "3 CPUs lógicas" in doctor.check_cpus()[-1].detail
     reference = {
         "date": "hoje", "probe": {"images_per_s": 100.0, "device": "nenhuma"},
         "machine": {"logical_cpus": 3}, "class_period_min": 15.0,
