@@ -12,10 +12,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test test-fast lint lesson-code browser firewall classroom-check notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test test-fast lint lesson-code browser firewall classroom-check matrix notebooks data data-status bench grade rehearsal clean help
 
 help:
-	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make lint | make clean"
+	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make matrix | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). O pip compila os .py que
 # instala um a um, num núcleo só; o compileall usa todos os núcleos (docs/tempos_do_make_test.md).
@@ -68,6 +68,13 @@ firewall:
 SKEW_PYTHONS ?= $(subst $(eval) ,:,$(strip /usr/bin/python3.11 $(foreach v,$(SUPPORTED_PYTHONS),python$(v)) $(wildcard $(HOME)/.pyenv/versions/3.1[123]*/bin/python3)))
 classroom-check: setup firewall
 	LABUTILS_SKEW_PYTHONS="$(SKEW_PYTHONS)" $(PY) -m pytest tests/test_classroom_skew.py -s -p no:xdist
+
+# As lições nos formatos de máquina dos alunos, simulados aqui (CPUs 1/4/8/16 em smoke; o armazém
+# do macOS e um laptop de 8 GB em full, nas lições 01, 05 e 06): grava docs/matriz.md. Longo
+# (~1 h em 2 núcleos); o cgroup de memória precisa de root. Ex.: make matrix MATRIX_ARGS="--only '1 CPU'"
+MATRIX_ARGS ?=
+matrix: setup
+	$(PY) tools/matrix.py $(MATRIX_ARGS)
 
 # Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
 # cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a

@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="limite por notebook (s)")
     parser.add_argument("--rehearsal", action="store_true", help="o ensaio: ensaio.json e .md")
     parser.add_argument("--only", nargs="*", help="prefixos dos notebooks (ex.: 05 06)")
+    parser.add_argument(
+        "--core", action="store_true", help="só o caminho principal (sem opcionais)"
+    )
     args = parser.parse_args(argv)
 
     rehearsal = args.rehearsal
@@ -226,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             threading.Thread(target=sample, daemon=True).start()
         times: list[dict] = []  # também as células até a que falhou
         try:
-            execute(nb, cwd=path.resolve().parent, env=env, timeout=args.timeout, times=times)
+            execute(nb, cwd=path.resolve().parent, env=env, timeout=args.timeout, times=times,
+                    skip={"opcional"} if args.core else ())  # fmt: skip
         except Exception as err:  # a célula que falhou, o limite, o kernel que morreu
             failed += 1
             error = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
