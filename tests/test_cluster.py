@@ -230,3 +230,16 @@ def test_a_local_cluster_ends_with_the_process_that_started_it():
     ended = orphans_after_the_parent_ends()
     assert ended["exit"] == ([], False), ended
     assert ended["kill"][0] == [], ended
+
+
+def test_stop_node_stops_one_live_worker_and_refuses_a_missing_one():
+    lc = LocalCluster(num_workers=2, verbose=False)
+    lc._workers = [system.spawn_group(["sleep", "60"]) for _ in range(2)]
+    try:
+        lc.stop_node(-1)
+        assert lc._workers[1].poll() is not None and lc._workers[0].poll() is None
+        with pytest.raises(ClusterError, match="1 vivo"):
+            lc.stop_node(1)
+    finally:
+        for proc in lc._workers:
+            system.kill_group(proc, grace=0)

@@ -69,6 +69,7 @@ class LocalCluster:
         self.verbose = verbose
         self.temp_dir: str | None = None
         self._nodes: list[subprocess.Popen] = []
+        self._workers: list[subprocess.Popen] = []  # os nós de trabalho, na ordem em que subiram
         self._pids: set[int] = set()
 
     @property
@@ -192,6 +193,8 @@ class LocalCluster:
             )
         self._nodes.append(proc)
         self._pids.add(proc.pid)
+        if index > 0:
+            self._workers.append(proc)
         return index, proc, node_dir, log_path
 
     def _wait_ready(self, index: int, proc: subprocess.Popen, node_dir: str, log_path: str) -> None:
@@ -218,6 +221,17 @@ class LocalCluster:
             with contextlib.suppress(psutil.Error):
                 self._pids.update(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
 
+    def stop_node(self, index: int = -1) -> None:
+        """Para um nó de trabalho vivo (``index`` entre os vivos; -1: o último), como uma máquina
+        que sai da sala: SIGTERM ao ``ray start`` dele, que encerra o nó inteiro."""
+        alive = [proc for proc in self._workers if proc.poll() is None]
+        if not alive or not -len(alive) <= index < len(alive):
+            raise ClusterError(
+                f"Não há o nó de trabalho {index} para parar: {len(alive)} vivo(s) "
+                f"(use um índice de 0 a {len(alive) - 1}, ou -1 para o último)."
+            )
+        system.kill_group(alive[index], grace=5)
+
     def stop(self, timeout: float = 10) -> None:
         """Encerra os nós deste cluster (workers primeiro, nó principal por último). Idempotente."""
         if self._nodes:
@@ -233,6 +247,7 @@ class LocalCluster:
                 system.kill_group(proc, grace=0)
             system.kill_pids(system.alive(self._pids), wait_s=5)  # os filhos vistos, fora do grupo
             self._nodes.clear()
+            self._workers.clear()
             with contextlib.suppress(Exception):
                 atexit.unregister(self.stop)
             if self.verbose:
