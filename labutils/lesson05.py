@@ -4,87 +4,26 @@ Gerado por ``make lesson-code`` (``tools/lesson_code.py``): não edite aqui; edi
 """
 
 # @save
-from dataclasses import dataclass
-
 import tensorflow as tf
 
 from labutils.system import check_int
-
-#: memória de cada GPU lógica quando uma GPU só é dividida (a rede desta lição usa bem menos)
-LOGICAL_GPU_MEMORY_MB = 1024
-
-
-class DevicesAlreadyInitializedError(RuntimeError):
-    """Os dispositivos do TensorFlow já foram inicializados com outra configuração."""
-
-
-@dataclass(frozen=True)
-class Devices:
-    """O que ``setup_devices`` encontrou: ``kind`` (``"gpu"`` ou ``"cpu"``), os dispositivos
-    físicos e os lógicos que a ``MirroredStrategy()`` vai usar."""
-
-    kind: str
-    physical: tuple[str, ...]
-    logical: tuple[str, ...]
-
-    @property
-    def num_replicas(self) -> int:
-        return len(self.logical)
-
-    def describe(self) -> str:
-        if self.kind == "gpu" and len(self.physical) == 1 and len(self.logical) > 1:
-            head = (
-                f"1 GPU física dividida em {len(self.logical)} GPUs lógicas (mostra o mecanismo "
-                "da estratégia; as réplicas dividem a mesma GPU)."
-            )
-        elif self.kind == "gpu":
-            head = f"{len(self.physical)} GPU(s) física(s): uma réplica por GPU."
-        else:
-            head = (
-                f"Sem GPU: a CPU física foi dividida em {len(self.logical)} dispositivos lógicos "
-                "(mostra o mecanismo da estratégia; não acrescenta hardware)."
-            )
-        lines = [head, "Dispositivos lógicos usados pela estratégia:"]
-        return "\n".join(lines + [f"  - {name}" for name in self.logical])
-
-
-def split_device(device, kind: str, count: int, config) -> tuple[str, ...]:
-    """Divide ``device`` em ``count`` dispositivos lógicos (nada muda se já está assim)."""
-    try:
-        tf.config.set_logical_device_configuration(device, [config] * count)
-    except RuntimeError as err:  # o TF já inicializou os dispositivos deste processo
-        current = len(tf.config.list_logical_devices(kind))
-        if current != count:
-            raise DevicesAlreadyInitializedError(
-                f"O TensorFlow já inicializou os dispositivos deste processo ({current} {kind}(s) "
-                f"lógica(s)), então não dá mais para dividir a {kind} em {count}.\n"
-                "Como resolver: reinicie o kernel (Kernel > Restart) e chame setup_devices() logo "
-                "no início, antes de qualquer outra operação do TensorFlow (criar tensores, "
-                "modelos ou datasets)."
-            ) from err
-    return tuple(d.name for d in tf.config.list_logical_devices(kind))
+from labutils.tf import Devices, explain_late_split, use_gpus
 
 
 def setup_devices(logical_cpus: int = 2) -> Devices:
-    """Prepara os dispositivos para a ``MirroredStrategy``: com várias GPUs, uma réplica por GPU
-    (memória sob demanda); com uma, ela dividida em ``logical_cpus`` GPUs lógicas; sem GPU, a CPU
-    dividida em ``logical_cpus``. Pode ser chamada de novo com a mesma configuração."""
+    """Prepara os dispositivos da ``MirroredStrategy()``: uma réplica por GPU (uma GPU só vira
+    ``logical_cpus`` GPUs lógicas) ou, sem GPU, a CPU dividida em ``logical_cpus``."""
     check_int(logical_cpus, "logical_cpus")
-    gpus = tf.config.list_physical_devices("GPU")
-    if len(gpus) == 1 and logical_cpus > 1:
-        memory = tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)
-        return Devices("gpu", (gpus[0].name,), split_device(gpus[0], "GPU", logical_cpus, memory))
+    gpus = tf.config.list_physical_devices("GPU")  # os dispositivos físicos
     if gpus:
-        for gpu in gpus:
-            try:
-                tf.config.experimental.set_memory_growth(gpu, True)
-            except RuntimeError:  # já inicializado: mantém a configuração em vigor
-                pass
-        logical = tf.config.list_logical_devices("GPU")
-        return Devices("gpu", tuple(g.name for g in gpus), tuple(d.name for d in logical))
+        return use_gpus(gpus, logical_cpus)
     cpu = tf.config.list_physical_devices("CPU")[0]
-    config = tf.config.LogicalDeviceConfiguration()
-    return Devices("cpu", (cpu.name,), split_device(cpu, "CPU", logical_cpus, config))
+    with explain_late_split("CPU", logical_cpus):  # só antes de o TF iniciar
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus
+        )
+    logical = tf.config.list_logical_devices("CPU")  # os dispositivos da estratégia
+    return Devices("cpu", (cpu.name,), tuple(d.name for d in logical))
 
 
 # @save
@@ -197,3 +136,24 @@ def create_model(
             jit_compile=False,
         )
     return model
+
+
+# @save
+def replica_gradients(model, loss_fn, images, labels):
+    """Os gradientes de ``loss_fn`` no lote (numa réplica, na parte dela do lote)."""
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(images, training=True))
+    return tape.gradient(loss, model.trainable_variables)
+
+
+def mirrored_gradients(strategy, model, loss_fn, images, labels):
+    """Os gradientes de um lote global com ``strategy``: cada réplica calcula os da sua parte
+    (``strategy.run``), e a soma os junta, como o ``fit`` faz."""
+    batch = tf.data.Dataset.from_tensors((images, labels))
+    x, y = next(iter(strategy.experimental_distribute_dataset(batch)))  # uma parte por réplica
+
+    @tf.function
+    def per_replica():
+        return strategy.run(replica_gradients, args=(model, loss_fn, x, y))
+
+    return [strategy.reduce("SUM", g, axis=None) for g in per_replica()]

@@ -1,5 +1,6 @@
-"""TensorFlow das lições 05 a 07, o que não é o assunto delas: a validação separada do treino, o
-modelo gravado pela lição 05 e as medidas do treino. Importa o TensorFlow sem iniciar os
+"""TensorFlow das lições 05 a 07, o que não é o assunto delas: os detalhes dos dispositivos (GPUs e
+o erro de dividir tarde demais), a validação separada do treino, o modelo gravado pela lição 05 e
+as medidas do treino. Importa o TensorFlow sem iniciar os
 dispositivos (na lição 07, depois de ``multiworker.use_legacy_keras()``).
 """
 
@@ -9,9 +10,86 @@ import os
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import tensorflow as tf
+
+# ---------------------------------------------------------------- os dispositivos da lição 05
+
+#: memória de cada GPU lógica quando uma GPU só é dividida (a rede da lição 05 usa bem menos)
+LOGICAL_GPU_MEMORY_MB = 1024
+
+
+class DevicesAlreadyInitializedError(RuntimeError):
+    """Os dispositivos do TensorFlow já foram inicializados com outra configuração."""
+
+
+@dataclass(frozen=True)
+class Devices:
+    """O que ``setup_devices`` (lição 05) encontrou: ``kind`` (``"gpu"`` ou ``"cpu"``), os
+    dispositivos físicos e os lógicos que a ``MirroredStrategy()`` vai usar."""
+
+    kind: str
+    physical: tuple[str, ...]
+    logical: tuple[str, ...]
+
+    @property
+    def num_replicas(self) -> int:
+        return len(self.logical)
+
+    def describe(self) -> str:
+        if self.kind == "gpu" and len(self.physical) == 1 and len(self.logical) > 1:
+            head = (
+                f"1 GPU física dividida em {len(self.logical)} GPUs lógicas (mostra o mecanismo "
+                "da estratégia; as réplicas dividem a mesma GPU)."
+            )
+        elif self.kind == "gpu":
+            head = f"{len(self.physical)} GPU(s) física(s): uma réplica por GPU."
+        else:
+            head = (
+                f"Sem GPU: a CPU física foi dividida em {len(self.logical)} dispositivos lógicos "
+                "(mostra o mecanismo da estratégia; não acrescenta hardware)."
+            )
+        lines = [head, "Dispositivos lógicos usados pela estratégia:"]
+        return "\n".join(lines + [f"  - {name}" for name in self.logical])
+
+
+@contextmanager
+def explain_late_split(kind: str, count: int):
+    """Em volta de ``tf.config.set_logical_device_configuration``: se o TF já iniciou os
+    dispositivos, segue quando a divisão já é a pedida; senão, diz como resolver."""
+    try:
+        yield
+    except RuntimeError as err:  # o TF já inicializou os dispositivos deste processo
+        current = len(tf.config.list_logical_devices(kind))
+        if current != count:
+            raise DevicesAlreadyInitializedError(
+                f"O TensorFlow já inicializou os dispositivos deste processo ({current} {kind}(s) "
+                f"lógica(s)), então não dá mais para dividir a {kind} em {count}.\n"
+                "Como resolver: reinicie o kernel (Kernel > Restart) e chame setup_devices() logo "
+                "no início, antes de qualquer outra operação do TensorFlow (criar tensores, "
+                "modelos ou datasets)."
+            ) from err
+
+
+def use_gpus(gpus: list, count: int) -> Devices:
+    """Com uma GPU só, ela dividida em ``count`` GPUs lógicas de :data:`LOGICAL_GPU_MEMORY_MB`;
+    com várias, uma réplica por GPU, com memória sob demanda."""
+    if len(gpus) == 1 and count > 1:
+        memory = tf.config.LogicalDeviceConfiguration(memory_limit=LOGICAL_GPU_MEMORY_MB)
+        with explain_late_split("GPU", count):
+            tf.config.set_logical_device_configuration(gpus[0], [memory] * count)
+    else:
+        for gpu in gpus:
+            try:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError:  # já inicializado: mantém a configuração em vigor
+                pass
+    logical = tf.config.list_logical_devices("GPU")
+    return Devices("gpu", tuple(g.name for g in gpus), tuple(d.name for d in logical))
+
 
 # ---------------------------------------------------------------- a validação
 

@@ -18,9 +18,11 @@ from tools.lesson_code import load
 LESSON_05 = load("05_tensorflow_mirrored")
 setup_devices = LESSON_05.setup_devices
 
+from labutils.tf import DevicesAlreadyInitializedError  # noqa: E402
+
 try:  # outros testes deste processo podem já ter inicializado o TensorFlow
     setup_devices(2)
-except LESSON_05.DevicesAlreadyInitializedError:
+except DevicesAlreadyInitializedError:
     pass
 
 import tensorflow as tf  # noqa: E402
@@ -28,6 +30,7 @@ import tensorflow as tf  # noqa: E402
 from labutils.lesson05 import create_model, get_data, normalize_images  # noqa: E402
 from labutils.plots import Run, plot_training, summary_table  # noqa: E402
 from labutils.tf import (  # noqa: E402
+    LOGICAL_GPU_MEMORY_MB,
     EpochTimer,
     GpuSampler,
     check_loss_activation,
@@ -149,8 +152,42 @@ def test_setup_devices_splits_a_single_gpu_in_two(monkeypatch):
     )
     devices = setup_devices(2)
     assert devices.kind == "gpu" and devices.num_replicas == 2
-    assert [c.memory_limit for c in split[-1]] == [LESSON_05.LOGICAL_GPU_MEMORY_MB] * 2
+    assert [c.memory_limit for c in split[-1]] == [LOGICAL_GPU_MEMORY_MB] * 2
     assert "1 GPU física dividida em 2 GPUs lógicas" in devices.describe()
+
+
+def test_summed_gradients_are_the_one_device_step_only_with_the_loss_scaled(monkeypatch):
+    """A célula da lição 05: os gradientes de 2 réplicas somados são os de um dispositivo com o
+    lote global inteiro, porque a perda de cada réplica é dividida pelo lote global (o Keras o faz;
+    num laço próprio, ``compute_average_loss``). Sem essa divisão, a comparação fica vermelha."""
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    assert len(cpus) >= 2, f"este processo já tinha iniciado o TF com {cpus}"
+    strategy = tf.distribute.MirroredStrategy(cpus[:2])
+    rng = np.random.default_rng(0)
+    images = tf.constant(rng.random((16, 32, 32, 3), dtype=np.float32))
+    labels = tf.constant(rng.integers(0, 10, size=16))
+    one = create_model(num_classes=10)
+    with strategy.scope():
+        two = create_model(num_classes=10)
+    two.set_weights(one.get_weights())
+    expected = LESSON_05.replica_gradients(one, one.loss, images, labels)
+
+    def same_step(loss_fn) -> bool:  # o assert da célula da lição
+        summed = LESSON_05.mirrored_gradients(strategy, two, loss_fn, images, labels)
+        pairs = zip(expected, summed, strict=True)
+        return all(np.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in pairs)
+
+    per_example = tf.keras.losses.sparse_categorical_crossentropy
+    assert same_step(two.loss)  # o Keras escala sozinho
+    assert same_step(
+        lambda y, p: tf.nn.compute_average_loss(per_example(y, p), global_batch_size=16)
+    )
+    # um laço próprio sem compute_average_loss: cada réplica tira a média da sua metade
+    assert not same_step(lambda y, p: tf.reduce_mean(per_example(y, p)))
+    from keras.src.losses import loss as keras_loss
+
+    monkeypatch.setattr(keras_loss, "scale_loss_for_distribution", lambda value: value)
+    assert not same_step(two.loss)  # o Keras sem a sua escala
 
 
 def test_create_model_is_the_seed_cnn_with_consistent_loss():
@@ -254,6 +291,7 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
         devices = lesson.setup_devices(2)
         import tensorflow as tf
         from labutils.lesson05 import create_model
+        from labutils.tf import DevicesAlreadyInitializedError
         strategy = tf.distribute.MirroredStrategy()
         with strategy.scope():
             model = create_model(num_classes=10)
@@ -263,7 +301,7 @@ def test_cpu_split_gives_mirrored_strategy_two_replicas_and_clear_error_after_in
         try:
             lesson.setup_devices(3)
             message = None
-        except lesson.DevicesAlreadyInitializedError as err:
+        except DevicesAlreadyInitializedError as err:
             message = str(err)
         print(json.dumps({"kind": devices.kind, "replicas": strategy.num_replicas_in_sync,
                           "devices": devices.num_replicas, "again": again, "loss": loss,
