@@ -1,5 +1,6 @@
-"""Inferência em lote (lição 06): as peças de cada degrau, a leitura em blocos e os pedidos
-impossíveis, com um modelo sem treino; os degraus com Ray, a própria lição os confere (nbval)."""
+"""Inferência em lote (lição 06): as peças de cada degrau, a gravação em Parquet e os pedidos
+impossíveis, com um modelo sem treino. Os degraus com Ray, a própria lição os confere (nbval),
+inclusive que o Ray Data repartiu os lotes entre os atores (a leitura em vários blocos)."""
 
 from __future__ import annotations
 
@@ -127,12 +128,3 @@ def test_the_whole_pool_waits_for_cpus_that_are_about_to_be_freed(ray_session):
         time.sleep(0.05)
     assert inference.plan_pool(None) == 2
     ray.get(ref)
-
-
-def test_parquet_read_gives_several_blocks(ray_session, tmp_path, images):
-    """Com o leitor novo de Parquet do Ray 2.60 (DataSourceV2), os arquivos pequenos viravam 1
-    bloco só, e só 1 ator do Ray Data recebia lotes; ``read_images`` o desliga."""
-    folder = inference.write_image_files(images, tmp_path / "img", files=4)
-    ray.data.DataContext.get_current().use_datasource_v2 = False  # como a lição 06
-    blocks = ray.data.read_parquet(str(folder), override_num_blocks=8).materialize().num_blocks()
-    assert blocks >= 2, f"a leitura deu {blocks} bloco(s): só 1 ator do Ray Data receberia lotes"
