@@ -118,7 +118,7 @@ for cell in cells:
     if "trainer = TensorflowTrainer(" in cell.source and "train_loop_per_worker," in cell.source:
         logged.__defaults__ = (ns["train_loop_per_worker"],)
         ns["train_loop_per_worker"] = logged
-    exec(compile(cell.source, "<solução>", "exec"), ns)
+    exercise.run_cell(cell.source, ns, "solucao")
     if cell.source.startswith("config = "):
         ns["config"]["epochs"] = epochs
 result, workers = ns["result"], ns["workers"]
@@ -126,7 +126,7 @@ with result.checkpoint.as_directory() as d:
     files = sorted(os.listdir(d))
 report = {"metrics": result.metrics, "workers": workers, "files": files}
 loop = next(c for c in cells if "def train_loop_per_worker" in c.source)
-exec(compile(exercise.strip_solutions(loop.source), "<aluno>", "exec"), ns)
+exercise.run_cell(exercise.strip_solutions(loop.source), ns, "aluno")
 try:
     ns["checks"].check_training_function(ns["train_loop_per_worker"], ns["config"])
     report["todo"] = None

@@ -113,9 +113,9 @@ def test_the_student_notebook_leaves_todos_4_and_5_to_the_student():
             for i, cell in enumerate(cells)
             if any(t.startswith(f"check-{number}-") for t in cell.metadata.get("tags", []))
         )
-        exec(cells[check - 1].source, ns)  # a célula da resposta vem logo antes da verificação
+        exercise.run_cell(cells[check - 1].source, ns)  # a resposta vem logo antes da verificação
         with pytest.raises(checks.TodoNotDone, match=f"TODO {number}"):
-            exec(cells[check].source, ns)
+            exercise.run_cell(cells[check].source, ns)
 
 
 def test_todo_is_friendly_and_survives_pickle():

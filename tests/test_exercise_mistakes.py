@@ -26,6 +26,7 @@ from labutils.data import load_cifar100
 from labutils.lesson05 import create_model, get_data
 from labutils.multiworker import checks
 from labutils.tf import split_validation
+from tools.make_student_notebook import run_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
@@ -52,10 +53,10 @@ def _answers(*snippets: str) -> dict:
     """As funções da solução com cada trecho de ``snippets`` (a resposta do aluno) por cima."""
     ns = {"__name__": "__main__", **NAMESPACE}
     for defines in ("def worker_datasets(", "def build_model(", "def save_checkpoint("):
-        exec(compile(_cell(defines), str(SOLUTION), "exec"), ns)
-    exec(compile(_cell("def train_loop_per_worker("), str(SOLUTION), "exec"), ns)
+        run_cell(_cell(defines), ns, "solucao")
+    run_cell(_cell("def train_loop_per_worker("), ns, "solucao")
     for snippet in snippets:
-        exec(compile(textwrap.dedent(snippet), "<resposta>", "exec"), ns)
+        run_cell(textwrap.dedent(snippet), ns, "resposta")
     return ns
 
 
@@ -313,7 +314,7 @@ def _after_training(metrics: list[str], folder: Path) -> dict:
     ns = {**NAMESPACE, "result": result, "plt": plt, "config": {**CONFIG, "epochs": 2}}
     for cell in cells[start + 1 : end]:
         if cell.cell_type == "code":
-            exec(compile(cell.source, str(SOLUTION), "exec"), ns)
+            run_cell(cell.source, ns, "solucao")
     plt.close("all")
     return ns
 

@@ -17,6 +17,7 @@ from processes import descendants, run_python
 
 from labutils import multiworker, system
 from labutils.multiworker import checks
+from tools.make_student_notebook import run_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "notebooks" / "07_exercicio_multiworker_solucao.ipynb"
@@ -146,7 +147,7 @@ def _loop_from(notebook: Path) -> dict:
     """Define (sem executar) as funções do laço dos workers das células do notebook."""
     ns = {"__name__": "__main__", "checks": checks, "multiworker": multiworker}
     for source in _cells(notebook, "worker_datasets", "build_model", "train_loop_per_worker"):
-        exec(compile(source, str(notebook), "exec"), ns)
+        run_cell(source, ns, notebook.stem)
     return ns
 
 
@@ -161,7 +162,7 @@ def test_the_student_loop_is_all_todo_and_the_first_one_is_named_before_starting
         checks.check_training_function(student["train_loop_per_worker"], {"batch_per_worker": 8})
     assert time.monotonic() - start < 20  # nenhum processo iniciado (só o import do TensorFlow)
     # TODO 3 feito: sobram os TODOs 1 e 2, nas funções que a função de treino chama
-    exec(compile(_cells(SOLUTION, "train_loop_per_worker")[0], str(SOLUTION), "exec"), student)
+    run_cell(_cells(SOLUTION, "train_loop_per_worker")[0], student, "solucao")
     assert checks.pending_todo(student["train_loop_per_worker"]).startswith("TODO 1 ")
     assert checks.pending_todo(_loop_from(SOLUTION)["train_loop_per_worker"]) is None
 
@@ -252,3 +253,20 @@ def test_the_check_reports_the_worker_that_failed_and_stops_its_peer(by_value):
     (gone,) = checks._launch(_exit_without_traceback, {}, num_workers=1, timeout_s=60)
     assert "terminou com código 3" in gone["error"]
     assert "cuInit" not in gone["error"], gone["error"]  # o fim do log mostrado, sem esse ruído
+
+
+@pytest.mark.timeout(120)
+def test_a_todo_in_a_notebook_cell_is_found_from_its_source(tmp_path):
+    """Num kernel de verdade, como o aluno: o IPython guarda cada célula no ``linecache``."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from tools.run_notebooks import execute
+
+    nb = new_notebook(cells=[
+        new_code_cell("from labutils.multiworker import checks\n\n"
+                      "def passo():\n    checks.todo(3, 'escreva o passo')\n\n"
+                      "def treino(config):\n    passo()"),
+        new_code_cell("assert checks.pending_todo(treino) == "
+                      "'TODO 3 ainda não terminado: escreva o passo.', checks.pending_todo(treino)"),
+    ])  # fmt: skip
+    execute(nb, cwd=tmp_path, timeout=90)

@@ -17,6 +17,7 @@ etiqueta ``solution-only`` não vão para o notebook do aluno. Uso::
 from __future__ import annotations
 
 import argparse
+import linecache
 import re
 import sys
 from pathlib import Path
@@ -64,6 +65,14 @@ def strip_solutions(source: str, where: str = "célula") -> str:
     if stubs is not None:
         raise ExerciseFormatError(f"{where}: BEGIN SOLUTION sem END SOLUTION.")
     return "\n".join(out)
+
+
+def run_cell(source: str, ns: dict, name: str = "celula") -> None:
+    """Executa o código de uma célula como o IPython faz: com o texto no ``linecache``, onde o
+    ``inspect.getsource`` o acha (as verificações leem os TODOs do código-fonte)."""
+    filename = f"<{name}-{len(linecache.cache)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), ns)
 
 
 def generate(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:

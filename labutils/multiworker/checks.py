@@ -6,13 +6,16 @@ que ficou no disco (``tools/grade.py``).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
+import inspect
 import io
 import json
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -113,44 +116,37 @@ def _first(number: int, check: Any, *args: Any) -> None:
 
 
 # ---------------------------------------------------------------- um TODO pendente
-def _todo_calls(code: Any) -> list[tuple[Any, ...]]:
-    """Os argumentos constantes de cada chamada ``todo(...)`` no código (e nos aninhados)."""
-    import dis
-
-    calls: list[tuple[Any, ...]] = []
-    args: list[Any] | None = None
-    for ins in dis.get_instructions(code):
-        if ins.argval == "todo" and ins.opname.startswith("LOAD_"):
-            args = []
-        elif args is not None and ins.opname == "LOAD_CONST":
-            args.append(ins.argval)
-        elif args is not None and ins.opname.startswith(("PRECALL", "CALL")):
-            calls.append(tuple(args))
-            args = None
-    for const in code.co_consts:
-        if hasattr(const, "co_code"):
-            calls += _todo_calls(const)
-    return calls
+def _source_tree(fn: Any) -> ast.AST | None:
+    """A árvore do código-fonte de ``fn`` (células do notebook também: o IPython as registra no
+    ``linecache``); ``None`` se o fonte não existe."""
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
 
 
 def pending_todo(fn: Any) -> str | None:
-    """A mensagem do 1º ``checks.todo(...)`` em ``fn`` ou nas funções do módulo que ela chama,
-    lida do código: avisa antes dos workers, onde o Ray Train o repetiria a cada tentativa."""
+    """A mensagem do 1º ``checks.todo(...)`` em ``fn`` ou nas funções do módulo que ela usa,
+    lida do código-fonte (``ast``): avisa antes dos workers, onde o Ray Train o repetiria a cada
+    tentativa."""
     seen: set[int] = set()
     stack = [fn]
     while stack:
         f = stack.pop(0)
-        code = getattr(f, "__code__", None)
-        if code is None or id(f) in seen:
+        if id(f) in seen or (tree := _source_tree(f)) is None:
             continue
         seen.add(id(f))
-        for args in _todo_calls(code):
-            if len(args) >= 2:
+        nodes = sorted(
+            (n for n in ast.walk(tree) if isinstance(n, ast.Call | ast.Name)),
+            key=lambda n: (n.lineno, n.col_offset),
+        )  # na ordem do código
+        for call in (n for n in nodes if isinstance(n, ast.Call)):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            args = [a.value for a in call.args if isinstance(a, ast.Constant)]
+            if name == "todo" and len(args) >= 2:
                 return f"TODO {args[0]} ainda não terminado: {args[1]}."
-        names = list(code.co_names)  # na ordem em que aparecem no código
-        for const in code.co_consts:
-            names += getattr(const, "co_names", ())
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(n.id for n in nodes if isinstance(n, ast.Name)):
             other = getattr(f, "__globals__", {}).get(name)
             if callable(other) and getattr(other, "__module__", None) == f.__module__:
                 stack.append(other)
