@@ -13,7 +13,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 # ---------------------------------------------------------------- os dispositivos da lição 05
@@ -122,28 +124,47 @@ def save_lesson_model(model: tf.keras.Model, path: str | os.PathLike | None = No
     return path
 
 
+#: a probabilidade da classe certa no lote de prova da perda (:func:`loss_mismatch`)
+SURE = 0.9
+
+
+def loss_mismatch(model: tf.keras.Model, x: Any, y: Any) -> str | None:
+    """O par saída/perda julgado pelo VALOR da perda compilada, não pela configuração (que
+    aceita perdas em texto e funções): num lote em que a classe certa tem probabilidade
+    :data:`SURE`, a entropia cruzada certa dá -log(SURE). ``None`` se dá; senão o porquê."""
+    out = np.asarray(model(x, training=False))
+    rows, num_classes = out.shape
+    gives_probabilities = bool((out >= 0).all() and np.allclose(out.sum(axis=1), 1, atol=1e-3))
+    sure = np.full((rows, num_classes), (1 - SURE) / (num_classes - 1), dtype=np.float32)
+    sure[np.arange(rows), np.asarray(y)] = SURE
+    y_pred = sure if gives_probabilities else np.log(sure)  # o que a saída do modelo é
+    loss = float(model.compute_loss(x=x, y=tf.constant(y), y_pred=tf.constant(y_pred)))
+    expected = -float(np.log(SURE))
+    if abs(loss - expected) <= 1e-3:
+        return None
+    why = (
+        "Incoerência: a última camada tem softmax (devolve probabilidades), mas a perda espera "
+        "logits (from_logits=True) e aplica a softmax de novo: use from_logits=False (o padrão) "
+        "ou tire a softmax."
+        if gives_probabilities
+        else "Incoerência: a última camada é linear (devolve logits), mas a perda espera "
+        "probabilidades (from_logits=False): use from_logits=True ou ponha a softmax."
+    )
+    return (
+        f"A perda compilada dá {loss:.3f} num lote em que a classe certa tem probabilidade "
+        f"{SURE:g}; a entropia cruzada dá -log({SURE:g}) = {expected:.3f}. {why}"
+    )
+
+
 def check_loss_activation(model: tf.keras.Model) -> str:
-    """Confere se a ativação da última camada combina com o ``from_logits`` da perda (``softmax``
-    pede ``False``; linear, ``True``): uma frase, ou ``ValueError``."""
+    """Confere se a saída da última camada combina com a perda compilada (:func:`loss_mismatch`,
+    num lote de 8 entradas aleatórias): uma frase, ou ``ValueError``."""
+    rows = 8
+    x = np.random.default_rng(0).random((rows, *model.input_shape[1:]), dtype=np.float32)
+    if problem := loss_mismatch(model, x, np.arange(rows) % model.output_shape[-1]):
+        raise ValueError(problem)
     activation = getattr(model.layers[-1], "activation", None)
-    act_name = getattr(activation, "__name__", str(activation))
-    config = model.loss.get_config() if hasattr(model.loss, "get_config") else {}
-    from_logits = config.get("from_logits")
-    if from_logits is None:
-        raise ValueError(
-            "Não consegui ler o from_logits da perda: compile o modelo com um objeto de perda."
-        )
-    if act_name == "softmax" and from_logits:
-        raise ValueError(
-            "Incoerência: a última camada tem softmax (devolve probabilidades), mas a perda usa "
-            "from_logits=True (espera logits). Use from_logits=False ou tire a softmax."
-        )
-    if act_name == "linear" and not from_logits:
-        raise ValueError(
-            "Incoerência: a última camada é linear (devolve logits), mas a perda usa "
-            "from_logits=False (espera probabilidades). Use from_logits=True ou ponha a softmax."
-        )
-    return f"ok: última camada '{act_name}' com from_logits={from_logits}"
+    return f"ok: a perda compilada combina com a última camada ('{getattr(activation, '__name__', activation)}')"
 
 
 # ---------------------------------------------------------------- medidas do treino

@@ -263,13 +263,14 @@ def check_worker_datasets(worker_datasets: Any) -> None:
 
 # ---------------------------------------------------------------- TODO 2: o modelo
 #: a probabilidade da classe certa no lote de referência: a perda certa é -log(0,9)
-_SURE = 0.9
 
 
 def check_build_model(build_model: Any, num_classes: int = 100) -> None:
     """Confere ``build_model`` pelo que o modelo faz: escopo, compilação, perda e acurácia."""
     import numpy as np
     import tensorflow as tf
+
+    from labutils.tf import loss_mismatch
 
     unfinished(build_model, "build_model", function=True)
     _devices_quietly()
@@ -298,27 +299,11 @@ def check_build_model(build_model: Any, num_classes: int = 100) -> None:
             f"A saída do modelo tem forma {out.shape}, esperado {(rows, num_classes)}: uma "
             "probabilidade (ou logit) por classe."
         )
-    gives_probabilities = bool((out >= 0).all() and np.allclose(out.sum(axis=1), 1, atol=1e-3))
-    sure = np.full((rows, num_classes), (1 - _SURE) / (num_classes - 1), dtype=np.float32)
-    sure[np.arange(rows), y] = _SURE
-    y_pred = sure if gives_probabilities else np.log(sure)  # o que a saída do modelo é
-    loss = _call(
-        "A perda compilada (rótulos inteiros, como os do CIFAR-100)",
-        lambda: float(model.compute_loss(x=x, y=tf.constant(y), y_pred=tf.constant(y_pred))),
+    problem = _call(
+        "A perda compilada (rótulos inteiros, como os do CIFAR-100)", loss_mismatch, model, x, y
     )
-    expected = -float(np.log(_SURE))
-    if abs(loss - expected) > 1e-3:
-        why = (
-            "A última camada já devolve probabilidades (softmax): use from_logits=False (o "
-            "padrão); com from_logits=True a perda aplica a softmax de novo."
-            if gives_probabilities
-            else "A última camada devolve logits (sem softmax): use a perda com from_logits=True, "
-            "ou ponha a softmax na saída."
-        )
-        raise CheckFailed(
-            f"A perda compilada dá {loss:.3f} num lote em que a classe certa tem probabilidade "
-            f"{_SURE:g}; a entropia cruzada dá -log({_SURE:g}) = {expected:.3f}. {why}"
-        )
+    if problem:
+        raise CheckFailed(problem)
     scores = _call(
         "model.evaluate num lote",
         lambda: model.evaluate(x, y, batch_size=rows, verbose=0, return_dict=True),
