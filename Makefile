@@ -12,10 +12,10 @@ STAMP  := $(VENV)/.installed
 OUTDIR ?= build/notebooks
 SCALE  ?= full
 
-.PHONY: setup lab test test-fast lint lesson-code browser firewall classroom-check matrix notebooks data data-status bench grade rehearsal clean help
+.PHONY: setup lab test test-fast lint lesson-code browser firewall classroom-check matrix notebooks data data-status bench grade rehearsal colab-links colab-check clean help
 
 help:
-	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make matrix | make lint | make clean"
+	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make matrix | make colab-links REPO=dono/nome [BRANCH=main] | make colab-check | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). O pip compila os .py que
 # instala um a um, num núcleo só; o compileall usa todos os núcleos (docs/tempos_do_make_test.md).
@@ -128,6 +128,35 @@ grade: setup
 REHEARSAL_ARGS ?=
 rehearsal: setup
 	$(PY) tools/run_notebooks.py --rehearsal $(REHEARSAL_ARGS)
+
+# O Google Colab. colab-links escreve, em todas as lições, o selo "Abrir no Colab" e a 1ª célula
+# (que clona REPO no Colab e instala só o que falta nele), trocando os que já estiverem lá.
+# Ex.: make colab-links REPO=prof/lab-paralelo BRANCH=main
+BRANCH ?= main
+colab-links: setup
+	@test -n "$(REPO)" || { echo "Diga o repositório publicado: make colab-links REPO=dono/nome [BRANCH=main]"; exit 2; }
+	$(PY) tools/colab_links.py --repo "$(REPO)" --branch "$(BRANCH)"
+
+# As lições (00–06 e a solução da 07, smoke) com as versões do Colab, sem o Colab: um ambiente em
+# build/colab/venv feito uma vez das restrições tools/colab_constraints.txt (o Python 3.13 do
+# Colab), a 1ª célula agindo como no Colab (com um google.colab de mentira) e o resultado em
+# docs/colab.md. Fora do make test. Ex.: make colab-check COLAB_ARGS="--only 00 05"
+COLAB_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+COLAB_VENV   := build/colab/venv
+COLAB_STAMP  := $(COLAB_VENV)/.installed
+COLAB_ARGS   ?=
+# só o que o Colab traz e as lições usam, nas versões dele (o Ray e o Optuna, a 1ª célula instala)
+COLAB_BASE   := tensorflow tf-keras tensorflow-datasets scikit-learn joblib absl-py numpy pandas \
+	pyarrow matplotlib seaborn tqdm psutil packaging ipython ipywidgets ipykernel nbclient nbformat
+$(COLAB_STAMP): tools/colab_constraints.txt
+	rm -rf $(COLAB_VENV)
+	$(COLAB_PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet -c tools/colab_constraints.txt pip
+	$(COLAB_VENV)/bin/python -m pip install --quiet -c tools/colab_constraints.txt $(COLAB_BASE)
+	touch $(COLAB_STAMP)
+
+colab-check: $(COLAB_STAMP)
+	$(COLAB_VENV)/bin/python tools/colab_check.py $(COLAB_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -19,8 +19,16 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from labutils import config, data, system
-from labutils.config import DATA_DIR_ENV, REPO_ROOT, SCALE_ENV, SYNTHETIC_ENV, data_dir
+from labutils import colab, config, data, system
+from labutils.config import (
+    DATA_DIR_ENV,
+    REPO_ROOT,
+    RESULTS_DIR_ENV,
+    SCALE_ENV,
+    SYNTHETIC_ENV,
+    data_dir,
+    results_dir,
+)
 
 OK, WARN, FAIL = "✅", "⚠️", "❌"
 INSTALL_HINT = 'rode `make setup` (ou `pip install -e ".[test]"`) na raiz do repositório'
@@ -53,6 +61,16 @@ def project_spec() -> tuple[SpecifierSet, list[Requirement]]:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = project["dependencies"] + project["optional-dependencies"]["test"]
     return SpecifierSet(project["requires-python"]), [Requirement(x) for x in lines]
+
+
+def checked_requirements(on_colab: bool | None = None) -> list[Requirement]:
+    """Os pinos que o relatório confere: todos; no Colab, só os das lições (os extras de teste
+    não rodam lá) e sem o que o Colab dispensa (o JupyterLab)."""
+    reqs = project_spec()[1]
+    if not (colab.on_colab() if on_colab is None else on_colab):
+        return reqs
+    lessons = {colab.canonical(Requirement(x).name) for x in colab.project_requirements()}
+    return [r for r in reqs if colab.canonical(r.name) in lessons - colab.NOT_NEEDED]
 
 
 def pinned(name: str) -> Requirement:
@@ -101,12 +119,18 @@ def missing_extras(req: Requirement) -> list[str]:
     return sorted(missing)
 
 
-def check_package(req: Requirement) -> Row:
-    """Versão instalada de um pacote contra o pino de ``pyproject.toml``."""
+def check_package(req: Requirement, colab_versions: dict[str, str] | None = None) -> Row:
+    """Versão instalada de um pacote contra o pino de ``pyproject.toml``; no Colab
+    (``colab_versions``), a versão dele também vale (as lições rodam com ela: docs/colab.md)."""
     try:
         found = metadata.version(req.name)
     except metadata.PackageNotFoundError:
         return Row(FAIL, req.name, "não instalado", f"{INSTALL_HINT}.")
+    if colab_versions and colab_versions.get(colab.canonical(req.name)) == found:
+        if not req.specifier.contains(found, prereleases=True):
+            return Row(
+                OK, req.name, f"{found}, a do Colab (fora dele, o curso fixa {req.specifier})"
+            )
     if not req.specifier.contains(found, prereleases=True):
         return Row(
             WARN,
@@ -363,6 +387,97 @@ def check_hosts(
     return rows, reachable
 
 
+# ---------------------------------------------------------------- o Colab
+
+SHM = Path("/dev/shm")
+
+
+def colab_runtime(gpu: bool | None = None, tpu: bool | None = None) -> str:
+    """O tipo de runtime do Colab: ``"CPU"``, ``"GPU"`` ou ``"TPU"``."""
+    if gpu is None:
+        gpu = shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
+    if tpu is None:
+        tpu = Path("/dev/accel0").exists() or config.env("COLAB_TPU_ADDR") is not None
+    return "GPU" if gpu else "TPU" if tpu else "CPU"
+
+
+def check_colab(
+    runtime: str | None = None, here: dict | None = None, shm_bytes: int | None = None
+) -> list[Row]:
+    """O que muda no Colab: o runtime, as vCPUs, o /dev/shm, os pacotes do Colab, o que não
+    funciona lá (a sala) e como guardar data/ e results/ entre runtimes."""
+    runtime = runtime or colab_runtime()
+    here = here or system.machine()
+    if shm_bytes is None:
+        shm_bytes = shutil.disk_usage(SHM).total if SHM.exists() else 0
+    rows = [
+        Row(OK, "Colab: runtime", "CPU (o recomendado)")
+        if runtime == "CPU"
+        else Row(
+            WARN,
+            "Colab: runtime",
+            f"{runtime}: o caminho de GPU das lições ainda não foi rodado numa GPU",
+            "Prefira o de CPU: Ambiente de execução → Alterar o tipo de ambiente de execução "
+            "→ CPU (as lições foram medidas na CPU).",
+        )
+    ]
+    cores, cpus = here.get("physical_cores") or 0, here["logical_cpus"]
+    detail = f"{cpus} vCPUs, {cores or '?'} núcleo(s) físico(s)"
+    if cores and cores < cpus:
+        rows.append(Row(
+            WARN,
+            "Colab: CPUs",
+            detail + f": as {cpus} vCPUs dividem {cores} núcleo(s) (SMT)",
+            "Dois processos lado a lado ganham menos que 2x: é o núcleo dividido, não o Ray.",
+        ))  # fmt: skip
+    else:
+        rows.append(Row(OK, "Colab: CPUs", detail))
+    shm_gb = shm_bytes / 2**30
+    if shm_bytes < 2**30:  # o init_ray pede 1 GiB de armazém de objetos
+        rows.append(Row(
+            WARN,
+            "Colab: /dev/shm",
+            f"{shm_gb:.1f} GB, menor que o armazém de objetos do Ray (1 GB)",
+            "O Ray usa /tmp no lugar (avisa e fica mais lento); as lições rodam mesmo assim.",
+        ))  # fmt: skip
+    else:
+        rows.append(Row(OK, "Colab: /dev/shm", f"{shm_gb:.1f} GB"))
+    changed = colab.changed_packages()
+    rows.append(
+        Row(OK, "Colab: pacotes do Colab", "nenhum trocado (só os que faltavam instalados)")
+        if not changed
+        else Row(
+            WARN,
+            "Colab: pacotes do Colab",
+            "trocados: " + ", ".join(changed),
+            "Trocar pacotes do Colab pode derrubar o runtime: Ambiente de execução → "
+            "Desconectar e excluir o ambiente de execução, e rode a 1ª célula de novo.",
+        )
+    )
+    rows.append(
+        Row(
+            WARN,
+            "Colab: cluster da sala",
+            "impossível: uma máquina do Colab não aceita conexões de fora (lição 04)",
+            "No Colab, a lição 04 roda o LocalCluster (nó principal e nós de trabalho nesta "
+            "máquina); a sala, faça com as máquinas do laboratório (README).",
+        )
+    )
+    rows.append(
+        Row(
+            WARN,
+            "Colab: data/ e results/",
+            f"em {data_dir()} e {results_dir()}: somem com o runtime, e cada notebook tem o "
+            "seu (a lição 06 lê o modelo da 05)",
+            "Guarde-os no Drive: `from google.colab import drive; drive.mount('/content/drive')` "
+            f"e, antes do `import labutils`, `os.environ['{DATA_DIR_ENV}'] = "
+            f"'/content/drive/MyDrive/lab/data'` e `os.environ['{RESULTS_DIR_ENV}'] = "
+            "'/content/drive/MyDrive/lab/results'`.",
+        )
+    )
+    return rows
+
+
 # ---------------------------------------------------------------- o relatório
 
 
@@ -505,8 +620,11 @@ def check_lesson_times(
 
 def run_checks(*, offline: bool = False) -> list[Row]:
     """Todas as verificações, na ordem do relatório."""
+    on_colab = colab.on_colab()
+    versions = colab.colab_versions() if on_colab else None
     rows = guard("Python", check_python)
-    rows += guard("pacotes", lambda: [check_package(r) for r in project_spec()[1]])
+    rows += guard("pacotes", lambda: [check_package(r, versions) for r in checked_requirements()])
+    rows += guard("Colab", check_colab) if on_colab else []
     rows += guard("CPUs", check_cpus)
     probe = tf_probe()
     rows += guard("TensorFlow", lambda: check_tensorflow(probe))
