@@ -344,18 +344,6 @@ def _weights_digest(model: Any) -> list[float]:
     return [float(abs(w).sum()) for w in model.get_weights()]
 
 
-def _barrier(shared: Path, name: str, rank: int, num_workers: int, timeout_s: float = 60) -> None:
-    """O ``ray.train.report`` é uma barreira: espera os outros workers (ou o fim deles)."""
-    (shared / f"{name}.rank{rank}").touch()
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        arrived = sum((shared / f"{name}.rank{r}").exists() for r in range(num_workers))
-        gone = sum((shared / f"done.rank{r}").exists() for r in range(num_workers))
-        if arrived + gone >= num_workers:
-            return
-        time.sleep(0.05)
-
-
 def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, Any]:
     """Roda ``fn(config)`` NESTE processo (um worker), anotando o que ela fez."""
     from unittest import mock
@@ -386,7 +374,6 @@ def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, An
         metrics = metrics if isinstance(metrics, dict) else {}
         report = {"metrics": sorted(metrics), "epoch": metrics.get("epoch"), "files": files}
         seen["reports"].append({**report, "dir": name})
-        _barrier(shared, name, rank, num_workers)
 
     real_fit = tf.keras.Model.fit
 
@@ -419,17 +406,14 @@ def _observe(fn: Any, config: dict[str, Any], shared_root: Path) -> dict[str, An
     for name, value in list(getattr(fn, "__globals__", {}).items()):
         if value is labutils.data.load_cifar100:  # o nome que o notebook usar
             fn.__globals__[name] = _tiny_cifar
-    try:
-        with (
-            mock.patch.object(ray.train, "report", report),
-            mock.patch.object(ray.train, "get_context", lambda: context),
-            mock.patch.object(ray.train, "get_checkpoint", lambda: checkpoint),
-            mock.patch.object(labutils.data, "load_cifar100", _tiny_cifar),
-            mock.patch.object(tf.keras.Model, "fit", fit),
-        ):
-            fn(config)
-    finally:
-        (shared / f"done.rank{rank}").touch()
+    with (
+        mock.patch.object(ray.train, "report", report),
+        mock.patch.object(ray.train, "get_context", lambda: context),
+        mock.patch.object(ray.train, "get_checkpoint", lambda: checkpoint),
+        mock.patch.object(labutils.data, "load_cifar100", _tiny_cifar),
+        mock.patch.object(tf.keras.Model, "fit", fit),
+    ):
+        fn(config)
     return seen
 
 
