@@ -4,7 +4,6 @@ estão em ``tests/test_exercise_mistakes.py``)."""
 
 from __future__ import annotations
 
-import pickle
 import shutil
 import subprocess
 import sys
@@ -118,11 +117,9 @@ def test_the_student_notebook_leaves_todos_4_and_5_to_the_student():
             exercise.run_cell(cells[check].source, ns)
 
 
-def test_todo_is_friendly_and_survives_pickle():
+def test_todo_is_friendly():
     with pytest.raises(checks.TodoNotDone) as info:
         checks.todo(3, "crie a estratégia")
     err = info.value
     assert isinstance(err, NotImplementedError) and str(err).startswith("TODO 3 ainda não")
     assert err._render_traceback_() == [f"{err.icon} {err}"]  # no Jupyter, sem traceback
-    again = pickle.loads(pickle.dumps(err))
-    assert type(again) is checks.TodoNotDone and str(again) == str(err)
