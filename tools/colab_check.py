@@ -135,7 +135,21 @@ def changed() -> list[str]:
     return colab.changed_packages()
 
 
-def report(rows: list[tuple[str, str, float, str]], skipped: list[str]) -> str:
+def earlier_rows(path: Path) -> dict[str, tuple[str, str]]:
+    """As linhas de uma execução anterior (``--keep``): nome → (resultado, tempo)."""
+    found = {}
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    for name, status, seconds in re.findall(r"^\| `([^`]+)` \| ([^|]+) \| ([^|]+) \|$", text, re.M):
+        if seconds.strip() != "—":
+            found[name] = (status.strip(), seconds.strip())
+    return found
+
+
+def report(
+    rows: list[tuple[str, str, float, str]],
+    skipped: list[str],
+    earlier: dict[str, tuple[str, str]] | None = None,
+) -> str:
     snapshot = (ROOT / "tools" / "colab_constraints.txt").read_text().splitlines()[1]
     lines = [
         "# As lições com as versões do Google Colab (`make colab-check`)",
@@ -151,7 +165,9 @@ def report(rows: list[tuple[str, str, float, str]], skipped: list[str]) -> str:
         "| --- | --- | --- |",
     ]
     lines += [f"| `{name}` | {status} | {seconds:.0f} s |" for name, status, seconds, _ in rows]
-    lines += [f"| `{name}` | não rodou nesta execução | — |" for name in skipped]
+    for name in skipped:
+        status, seconds = (earlier or {}).get(name, ("não rodou", "—"))
+        lines.append(f"| `{name}` | {status} | {seconds} |")
     first = next((out for *_, out in rows if out), "")
     lines += [
         "",
@@ -179,6 +195,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=NOTEBOOKS, help="ex.: --only 00 05")
     parser.add_argument("--timeout", type=int, default=900, help="segundos por célula")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "colab.md")
+    parser.add_argument(
+        "--keep", action="store_true", help="as lições fora de --only guardam a linha anterior"
+    )
     args = parser.parse_args()
     rows = []
     for prefix in args.only:
@@ -187,7 +206,8 @@ def main() -> int:
         print(f"{path.name:45s} {status}  {seconds:.0f} s", flush=True)
         rows.append((path.name, status, seconds, out))
     skipped = [notebook_for(p).name for p in NOTEBOOKS if p not in args.only]
-    args.out.write_text(report(rows, skipped), encoding="utf-8")
+    earlier = earlier_rows(args.out) if args.keep else {}
+    args.out.write_text(report(rows, skipped, earlier), encoding="utf-8")
     print(f"gravei {args.out}")
     return 0 if all(status == "✅" for _, status, _, _ in rows) else 1
 

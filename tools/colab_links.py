@@ -48,9 +48,11 @@ if "google.colab" in sys.modules:
         os.environ["GIT_TERMINAL_PROMPT"] = "0"  # repositório errado: erro, não senha
         url = f"https://github.com/{{REPO}}.git"
         subprocess.run(["git", "clone", "-q", "--depth", "1", "-b", BRANCH, url, root], check=True)
-    # no sys.path, e não `pip install -e`: o .pth dele só vale depois de reiniciar o runtime
+    # no sys.path, e não `pip install -e`: o .pth dele só vale depois de reiniciar o runtime;
+    # no PYTHONPATH, para os processos filhos (os workers do Ray, os nós do `ray start`)
     if root not in sys.path:
         sys.path.insert(0, root)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.getenv("PYTHONPATH")]))
     os.chdir(os.path.join(root, "notebooks"))  # as lições leem caminhos a partir de notebooks/
     from labutils import colab
 

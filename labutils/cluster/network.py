@@ -69,7 +69,8 @@ def listeners(pids: set[int]) -> list[Listener]:
         try:
             proc = psutil.Process(pid)
             label = " ".join([proc.name(), *proc.cmdline()])
-            conns = proc.net_connections(kind="inet")
+            # o psutil do Colab (5.9.5) só tem o nome antigo; o net_connections veio no 6.0
+            conns = (getattr(proc, "net_connections", None) or proc.connections)(kind="inet")
         except psutil.Error:
             continue
         for conn in conns:
