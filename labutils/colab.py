@@ -28,6 +28,11 @@ MAY_CHANGE = frozenset({"aiohttp", "yarl"})
 #: fixados no pyproject.toml e desnecessários no Colab (o próprio Colab é a interface)
 NOT_NEEDED = frozenset({"jupyterlab"})
 DASHBOARD_PORT = 8265
+#: pacotes do Colab trocados só se o teste deles falhar aqui, sem mexer nas dependências
+#: (``--no-deps``). O tensorflow-metadata 1.21.0 do Colab foi gerado com o protobuf 6.31 e o
+#: Colab traz o protobuf 5.29.6: o tensorflow_datasets não carrega (VersionError, medido no
+#: make colab-check); o 1.17.3 foi gerado com o 4.25 e carrega.
+REPAIRS = {"tensorflow-metadata==1.17.3": "import tensorflow_metadata.proto.v0.schema_pb2"}
 
 
 def canonical(name: str) -> str:
@@ -93,29 +98,44 @@ def pip_command(requirements: list[str]) -> list[str]:
     ]
 
 
+def broken(test: str) -> bool:
+    """``True`` se o código ``test`` falha num Python novo (sem estragar este processo)."""
+    return subprocess.run([sys.executable, "-c", test], capture_output=True).returncode != 0
+
+
+def needed_repairs() -> list[str]:
+    """Os consertos de :data:`REPAIRS` que este ambiente precisa (nenhum, se já feitos)."""
+    return [line for line, test in REPAIRS.items() if not installed(line) and broken(test)]
+
+
 def install(run: Callable[..., object] = subprocess.run) -> list[str]:
     """Instala o que falta no Colab (nada, se já estiver) e devolve o que instalou."""
     todo = [line for line in missing_requirements() if not installed(line)]
-    if not todo:
+    repairs = needed_repairs()
+    if not todo and not repairs:
         print("Colab: o que o laboratório precisa já está instalado.")
         return []
-    print(f"Colab: instalando {', '.join(todo)} (1–2 min; o resto fica nas versões do Colab)...")
-    run(pip_command(todo), check=True)
+    print(f"Colab: instalando {', '.join(todo + repairs)} (1–2 min; o resto fica como está)...")
+    if todo:
+        run(pip_command(todo), check=True)
+    if repairs:
+        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *repairs], check=True)
     importlib.invalidate_caches()
     changed = changed_packages()
     if changed:
         print("Atenção: mudaram pacotes do Colab:", ", ".join(changed))
-    return todo
+    return todo + repairs
 
 
 def changed_packages(have: dict[str, str] | None = None) -> list[str]:
     """Pacotes do Colab instalados numa versão diferente da dele (``nome: Colab → agora``)."""
     have = colab_versions() if have is None else have
     found = {canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    repaired = {_split(line)[0] for line in REPAIRS}
     return [
         f"{name}: {version} → {found[name]}"
         for name, version in sorted(have.items())
-        if name in found and found[name] != version
+        if name in found and found[name] != version and name not in repaired
     ]
 
 
