@@ -135,6 +135,38 @@ def changed() -> list[str]:
     return colab.changed_packages()
 
 
+#: o que mudou para as lições rodarem com as versões do Colab, e o que não funciona lá
+NOTES = """\
+## O que teve de mudar para as versões do Colab
+
+- **O clone também no `PYTHONPATH`** (1ª célula): com o clone só no `sys.path` do kernel, os
+  processos filhos — os workers do Ray, os nós do `ray start` da lição 04, os processos da
+  verificação da 07 — não achavam o `labutils` (`ModuleNotFoundError` nas lições 03, 04 e 07).
+- **psutil 5.9.5** (o do Colab): não tem `Process.net_connections` (veio no 6.0);
+  `labutils.cluster.network` usa `Process.connections` onde ele falta (lição 04).
+- **tensorflow-metadata**: o 1.21.0 do Colab foi gerado com o protobuf 6.31 e o Colab traz o
+  5.29.6; o `tensorflow_datasets` não carrega (`VersionError`). A 1ª célula instala o 1.17.3 com
+  `--no-deps`, só se o import dos protos falhar (`labutils.colab.REPAIRS`).
+- **Keras**: no Colab a 1ª célula liga `TF_USE_LEGACY_KERAS=1`, e o `tf.keras` das lições 05–07 é
+  o tf_keras 2.20 (nos pinos, as lições 05 e 06 usam o Keras 3). O código que a lição 05 mostra
+  do Keras 3 (`scale_loss_for_distribution`) não é o que roda lá; o resultado conferido é o mesmo.
+
+## O que não funciona no Colab
+
+- **O cluster da sala**: uma máquina do Colab não aceita conexões de fora; a lição 04 roda o
+  `LocalCluster` (nó principal e nós de trabalho na mesma máquina).
+- **Arquivos entre notebooks**: cada notebook tem o seu runtime; `data/` e `results/` somem com
+  ele. A lição 06 treina um modelo rápido se não achar o da 05; para guardá-los, Drive com
+  `LABUTILS_DATA_DIR` e `LABUTILS_RESULTS_DIR` (a lição 00 diz como).
+- **GPU**: o caminho de GPU das lições não foi rodado numa GPU; use o runtime de CPU.
+- **Velocidades**: as 2 vCPUs são 1 núcleo com SMT; o `jsonschema` 4.26 do Colab importa o
+  `rfc3987_syntax`, que deixa cada processo do Ray ~1 s mais lento ao subir (o laboratório fixa o
+  4.24.1; no Colab ele não é trocado).
+- **Não conferido aqui**: o clone de verdade (`git clone` do fork) e a moldura do painel
+  (`serve_kernel_port_as_iframe`, aqui um `google.colab` de mentira).
+"""
+
+
 def earlier_rows(path: Path) -> dict[str, tuple[str, str]]:
     """As linhas de uma execução anterior (``--keep``): nome → (resultado, tempo)."""
     found = {}
@@ -186,8 +218,10 @@ def report(
         "das restrições).",
         "",
         f"Saída da primeira célula na primeira lição: `{first.splitlines()[0] if first else ''}`",
+        "",
+        NOTES,
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def main() -> int:
