@@ -5,7 +5,6 @@ Parquet), a conferência das previsões e se um pool cabe nas CPUs. Os workers n
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,19 +107,18 @@ def plan_pool(wanted: int | None, cpus_per_actor: float = 1.0, *, reserve: float
     cabem menos que ``wanted``, ``RuntimeError`` em vez de esperar para sempre."""
     import ray
 
+    from labutils.raytools import wait_for_free
+
     total = float(ray.cluster_resources().get("CPU", 0.0))
     # sem um número pedido, o pool inteiro: ray.available_resources() demora a ver as CPUs
     # que acabaram de ser liberadas, e ler uma vez só daria um pool menor por acaso
     need = wanted or max(1, math.floor((total - reserve) / cpus_per_actor + 1e-9))
-    deadline = time.monotonic() + 10
-    while True:
-        free = float(ray.available_resources().get("CPU", 0.0))
-        fits = math.floor((free - reserve) / cpus_per_actor + 1e-9)
-        if fits >= need or need * cpus_per_actor + reserve > total or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    cpus = need * cpus_per_actor + reserve
+    _, free_now = wait_for_free({"CPU": cpus}, 10.0 if cpus <= total + 1e-9 else 0.0)
+    free = float(free_now.get("CPU", 0.0))
+    fits = math.floor((free - reserve) / cpus_per_actor + 1e-9)
     if wanted is None and fits >= 1:
-        return fits
+        return min(fits, need)
     if fits < need:
         extra = f" (mais {reserve:g} para ler e gravar)" if reserve else ""
         raise RuntimeError(

@@ -9,6 +9,7 @@ import logging
 import platform
 import shutil
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,22 @@ def alive_nodes() -> list[dict[str, Any]]:
         for node in ray.nodes()
         if node.get("Alive")
     ]
+
+
+def wait_for_free(need: dict[str, float], wait_s: float) -> tuple[bool, dict[str, float]]:
+    """Espera até ``wait_s`` s que ``ray.available_resources()`` cubra ``need`` (recurso →
+    quantidade): ``(coube, os livres lidos por último)``. O Ray demora a ver os recursos que
+    acabaram de ser liberados; quem chama decide a mensagem se não couber."""
+    import ray
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        free = ray.available_resources()
+        if all(free.get(k, 0.0) + 1e-9 >= v for k, v in need.items()):
+            return True, free
+        if time.monotonic() >= deadline:
+            return False, free
+        time.sleep(0.2)
 
 
 def nodes_table() -> Any:

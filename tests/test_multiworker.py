@@ -270,3 +270,22 @@ def test_a_todo_in_a_notebook_cell_is_found_from_its_source(tmp_path):
                       "'TODO 3 ainda não terminado: escreva o passo.', checks.pending_todo(treino)"),
     ])  # fmt: skip
     execute(nb, cwd=tmp_path, timeout=90)
+
+
+@pytest.mark.parametrize(("cpus", "fits"), [(1, 1), (8, 8), (16, 16)])
+def test_worker_plan_at_1_8_and_16_cpus(fake_cluster, cpus, fits):
+    """Uma máquina de ``cpus`` CPUs (o LABUTILS_CPUS da matriz): os 2 workers da lição 07 cabem
+    a partir de 2 CPUs; com 1, a recusa vem na hora, não uma espera sem fim."""
+    fake_cluster["nodes"] = [
+        {"NodeID": "a" * 56, "Alive": True, "NodeManagerAddress": "10.0.0.1",
+         "Resources": {"CPU": float(cpus)}}
+    ]  # fmt: skip
+    fake_cluster["free"] = {"CPU": float(cpus)}
+    start = time.monotonic()
+    if fits < 2:
+        with pytest.raises(RuntimeError, match="só comporta 1"):
+            multiworker.plan_workers(2)
+    else:
+        plan = multiworker.plan_workers(2)
+        assert (plan.capacity, plan.use_gpu, plan.survives_node_loss) == (fits, False, False)
+    assert time.monotonic() - start < 2

@@ -8,14 +8,13 @@ import json
 import os
 import socket
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from labutils import config as lab_config
 from labutils import system
-from labutils.raytools import alive_nodes
+from labutils.raytools import alive_nodes, wait_for_free
 
 # ---------------------------------------------------------------- tf-keras
 # O Keras 3 falha no ``model.fit`` sob a ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585);
@@ -98,18 +97,14 @@ def plan_workers(
             + ("use use_gpu=False, " if use_gpu else "")
             + "ou junte mais nós ao cluster (`ray start --address=...`)."
         )
-    deadline = time.monotonic() + wait_s
-    while True:  # cabe no cluster; os recursos estão livres agora?
-        free = ray.available_resources()
-        if all(free.get(k, 0.0) + 1e-9 >= v * num_workers for k, v in need.items()):
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"O cluster comporta {num_workers} workers, mas os recursos estão ocupados "
-                f"(livres: CPU={free.get('CPU', 0):g}, GPU={free.get('GPU', 0):g}): espere os "
-                "outros trabalhos terminarem (veja o painel) e tente de novo."
-            )
-        time.sleep(0.5)
+    # cabe no cluster; os recursos estão livres agora?
+    free_now, free = wait_for_free({k: v * num_workers for k, v in need.items()}, wait_s)
+    if not free_now:
+        raise RuntimeError(
+            f"O cluster comporta {num_workers} workers, mas os recursos estão ocupados "
+            f"(livres: CPU={free.get('CPU', 0):g}, GPU={free.get('GPU', 0):g}): espere os "
+            "outros trabalhos terminarem (veja o painel) e tente de novo."
+        )
     # para recomeçar depois da queda de um nó, os workers têm de caber sem o nó mais forte
     without_biggest = sorted(nodes, key=lambda n: _fits([n], need))[:-1]
     survives = _fits(without_biggest, need) >= num_workers
