@@ -128,3 +128,49 @@ def test_the_whole_pool_waits_for_cpus_that_are_about_to_be_freed(ray_session):
         time.sleep(0.05)
     assert inference.plan_pool(None) == 2
     ray.get(ref)
+
+
+@pytest.fixture
+def fake_machine(monkeypatch):
+    """Um Ray de mentira de ``state["total"]`` CPUs; ``state["free"]`` diz as livres a cada
+    leitura (uma lista: a próxima leitura tira o primeiro valor; o último fica)."""
+    state = {"total": 2.0, "free": [2.0]}
+
+    def available():
+        free = state["free"].pop(0) if len(state["free"]) > 1 else state["free"][0]
+        return {"CPU": free}
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": state["total"]})
+    monkeypatch.setattr(ray, "available_resources", available)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("cpus", "whole_pool", "data_actors", "data_cpus"),
+    [(1, 1, None, 0.05), (8, 8, 2, 1.0), (16, 16, 2, 1.0)],
+)
+def test_pool_plans_follow_the_cpus_ray_declares(fake_machine, cpus, whole_pool, data_actors,
+                                                 data_cpus):  # fmt: skip
+    """O pool e os atores do Ray Data a 1, 8 e 16 CPUs (o LABUTILS_CPUS da matriz): o pool
+    inteiro é o que o Ray declara; o que não cabe falha na hora, não espera para sempre."""
+    fake_machine.update(total=float(cpus), free=[float(cpus)])
+    assert inference.plan_pool(None) == whole_pool
+    assert inference.data_actor_cpus(2) == data_cpus
+    start = time.monotonic()
+    if data_actors is None:  # 1 CPU: 2 atores não cabem, nem 1 ator com 1 CPU para ler
+        with pytest.raises(RuntimeError, match="esperariam para sempre"):
+            inference.plan_pool(2)
+        with pytest.raises(RuntimeError, match="esperariam para sempre"):
+            inference.plan_pool(1, data_cpus, reserve=inference.IO_CPUS)
+    else:
+        assert inference.plan_pool(2, data_cpus, reserve=inference.IO_CPUS) == data_actors
+        with pytest.raises(RuntimeError, match="esperariam para sempre"):
+            inference.plan_pool(cpus + 1)
+    assert time.monotonic() - start < 2, "um pedido impossível deve falhar na hora"
+
+
+def test_the_pool_waits_for_cpus_being_freed_then_takes_what_is_free(fake_machine):
+    fake_machine.update(total=8.0, free=[3.0, 5.0, 8.0])  # CPUs voltando aos poucos
+    assert inference.plan_pool(None) == 8
+    fake_machine.update(free=[6.0, 6.0, 7.0])  # um pedido que cabe, assim que couber
+    assert inference.plan_pool(7) == 7

@@ -120,3 +120,72 @@ def test_asha_rungs_reads_the_scheduler_in_arrival_order():
     assert rungs == {5: [("b", 2.0), ("a", 1.0), ("c", 3.0)], 10: []}
     replay = tuning.rung_decisions(rungs, 2).set_index("trial_id")["parou"]
     assert {t: d == "STOP" for t, d in decisions.items()} == replay.to_dict()
+
+
+def _asha_run(concurrency: int):
+    """Uma busca simulada contra o ``_Bracket`` do próprio Ray: 8 trials (custo por árvore e mse
+    por degrau), ``concurrency`` de cada vez, na ordem da grade; um trial parado libera a vaga.
+    Devolve o scheduler e ``{(trial, degrau): parou}`` como o Ray decidiu."""
+    import heapq
+
+    from ray.tune.schedulers import ASHAScheduler
+
+    asha = ASHAScheduler(
+        metric="mse", mode="min", time_attr="arvores", max_t=45, grace_period=5, reduction_factor=3
+    )
+    bracket = asha._brackets[0]
+    cost = [1.0, 0.3, 0.7, 0.2, 0.9, 0.5, 0.4, 0.8]  # segundos por árvore
+    mse = [
+        [3.0, 2.0],
+        [2.5, 2.4],
+        [1.0, 0.8],
+        [4.0, 3.5],
+        [1.5, 1.2],
+        [2.5, 1.9],
+        [3.2, 3.0],
+        [1.2, 0.9],
+    ]  # mse nos degraus 5 e 15 (o de 45 termina o trial)
+
+    class Trial:
+        def __init__(self, trial_id):
+            self.trial_id = trial_id
+
+    events, waiting, decided = [], list(range(len(cost))), {}
+
+    def start(now):
+        i = waiting.pop(0)
+        for k, rung in enumerate((5, 15, 45)):
+            heapq.heappush(events, (now + rung * cost[i], i, k, rung))
+
+    for _ in range(min(concurrency, len(cost))):
+        start(0.0)
+    stopped = set()
+    while events:
+        now, i, k, rung = heapq.heappop(events)
+        if i in stopped:
+            continue
+        value = mse[i][k] if k < 2 else 0.0
+        stop = bracket.on_result(Trial(f"t{i}"), rung, -value) == "STOP"
+        if rung < 45:
+            decided[(f"t{i}", rung)] = stop
+        if stop or rung == 45:
+            stopped.add(i)
+            if waiting:
+                start(now)
+    return asha, decided
+
+
+@pytest.mark.parametrize("concurrency", range(1, 17))
+def test_rung_decisions_match_ray_asha_at_every_concurrency(concurrency):
+    """As paradas do ASHA dependem da ordem de chegada, logo da concorrência (1–16 CPUs): a
+    tabela da lição 03 (``rung_decisions``) refaz a decisão do Ray em cada ordem."""
+    asha, decided = _asha_run(concurrency)
+    replay = tuning.rung_decisions(tuning.asha_rungs(asha), 3)
+    got = {(r.trial_id, r.degrau): r.parou for r in replay.itertuples()}
+    assert got == decided
+    assert not replay[replay["chegada"] == 1]["parou"].any(), "o 1º a chegar nunca para"
+
+
+def test_asha_stops_depend_on_concurrency():
+    stops = {c: sum(_asha_run(c)[1].values()) for c in (1, 2, 8)}
+    assert len(set(stops.values())) > 1, stops
