@@ -1,11 +1,14 @@
-"""Lição 02, o que não é o assunto dela: a divisão treino/validação/teste, os CSVs dos resultados
-e a espera das tarefas com uma barra de progresso.
+"""Lição 02, o que não é o assunto dela: a divisão treino/validação/teste, os CSVs dos resultados,
+a espera das tarefas com uma barra de progresso e o limite que a máquina alcança de fato
+(:func:`measured_bound`, o mesmo do ``tools/bench``).
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -90,3 +93,56 @@ def gather_with_progress(
                 results[ref] = ray.get(ref)  # já aqui: o erro de uma tarefa aparece na hora
                 bar.update(1)
     return [results[ref] for ref in refs]
+
+
+# ---------------------------------------------------------------- o limite medido
+def _side_copy(target, args, warm, barrier, results) -> None:
+    if warm:  # importa e aquece antes da largada (fora da medida)
+        warm[0](*warm[1])
+    barrier.wait()
+    results.put(target(*args))
+
+
+def side_by_side(
+    target: Callable[..., Any],
+    args: Sequence[Any],
+    copies: int,
+    timeout: float,
+    warm: tuple[Callable[..., Any], Sequence[Any]] | None = None,
+) -> tuple[float, list[Any]]:
+    """``copies`` processos comuns (sem Ray: o custo do Ray é o que se quer medir contra), cada
+    um roda ``target(*args)``, largando juntos depois de uma barreira (``warm`` roda antes dela);
+    ``(segundos até a última cópia terminar, o resultado de cada cópia)``. ``target`` e ``warm``
+    precisam ser importáveis (funções de um módulo, não de um notebook)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(copies + 1), ctx.Queue()
+    procs = [ctx.Process(target=_side_copy, args=(target, args, warm, barrier, results),
+                         daemon=True) for _ in range(copies)]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    try:  # uma cópia que falha ou trava: BrokenBarrierError ou queue.Empty depois do prazo
+        barrier.wait(timeout=timeout)
+        start = time.perf_counter()
+        got = [results.get(timeout=timeout) for _ in procs]
+        seconds = time.perf_counter() - start
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+    return seconds, got
+
+
+def measured_bound(
+    target: Callable[..., Any],
+    args: Sequence[Any],
+    copies: int,
+    timeout: float = 120,
+    warm: tuple[Callable[..., Any], Sequence[Any]] | None = None,
+) -> float:
+    """O speedup que esta máquina alcança com ``copies`` trabalhos iguais ao mesmo tempo:
+    ``copies`` × (uma cópia sozinha) / (``copies`` cópias lado a lado). Com SMT, ou com mais CPUs
+    declaradas ao Ray (``LABUTILS_CPUS``) que núcleos, fica abaixo de ``copies``."""
+    alone, _ = side_by_side(target, args, 1, timeout, warm)
+    together, _ = side_by_side(target, args, copies, timeout, warm)
+    return copies * alone / together

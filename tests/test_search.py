@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import sys
+import time
 import types
 
 import numpy as np
@@ -227,3 +228,29 @@ def test_gather_returns_submission_order_and_times_out_instead_of_hanging(monkey
     monkeypatch.setitem(sys.modules, "ray", _FakeRay([(1, 1, 0.0, 0.0)], stall=True))
     with pytest.raises(TimeoutError, match="Nenhuma tarefa terminou"):
         gather_with_progress([0], timeout_s=0.01)
+
+
+@pytest.mark.parametrize(("cores", "copies", "bound"), [(4, 8, 4.0), (8, 8, 8.0), (2, 16, 2.0),
+                                                        (16, 16, 16.0)])  # fmt: skip
+def test_measured_bound_on_a_fake_machine(monkeypatch, cores, copies, bound):
+    """Uma máquina de ``cores`` núcleos de verdade onde o Ray declara ``copies`` CPUs: k cópias
+    levam ``ceil(k / cores)`` vezes o tempo de uma; o limite medido é o dos núcleos."""
+    import math
+
+    from labutils import search
+
+    def fake(target, args, k, timeout, warm=None):
+        return 1.5 * math.ceil(k / cores), [None] * k
+
+    monkeypatch.setattr(search, "side_by_side", fake)
+    assert search.measured_bound(print, (), copies) == pytest.approx(bound)
+
+
+def test_side_by_side_starts_the_copies_together():
+    """Cópias que não disputam núcleo (dormir): lado a lado levam o tempo de uma, e o limite
+    medido é o número de cópias; o tempo de subir os processos fica fora da medida."""
+    from labutils import search
+
+    seconds, got = search.side_by_side(time.sleep, (0.5,), 3, timeout=60)
+    assert got == [None] * 3 and 0.45 < seconds < 1.2
+    assert 2.4 < search.measured_bound(time.sleep, (0.5,), 3, timeout=60) <= 3.3

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import multiprocessing
 import statistics
 import tempfile
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 from labutils.config import pick, sizes
 from labutils.lesson02 import fit_and_score, most_expensive_first, speedup_bound
+from labutils.search import side_by_side
 from labutils.timing import Timer
 from labutils.tuning import cv_rows, first_trial_delay, tune_table
 from tools.bench.report import Measurement, Report, verdict
@@ -69,32 +69,12 @@ def run_loop(grid, data, n_jobs=None):
     return [fit_and_score(n, d, *data, n_jobs=n_jobs) for n, d in grid]
 
 
-def _side_copy(grid, data, barrier, results) -> None:
-    fit_and_score(5, 3, *data)  # importa e aquece o scikit-learn antes da largada
-    barrier.wait()
-    results.put(run_loop(grid, data))
-
-
 def run_side_by_side(grid, data, copies: int, timeout: float):
-    """``copies`` processos comuns (sem Ray: o custo do Ray é o que as abordagens pagam), cada um
-    com o laço inteiro, largando juntos depois de uma barreira; devolve ``(segundos até a última
-    cópia terminar, resultados de cada cópia)``."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(copies + 1), ctx.Queue()
-    procs = [ctx.Process(target=_side_copy, args=(grid, data, barrier, results), daemon=True)
-             for _ in range(copies)]  # fmt: skip
-    for proc in procs:
-        proc.start()
-    try:  # uma cópia que falha ou trava: BrokenBarrierError ou queue.Empty depois do prazo
-        barrier.wait(timeout=timeout)
-        with Timer() as t:
-            got = [results.get(timeout=timeout) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-    return t.seconds, got
+    """``copies`` cópias do laço inteiro lado a lado (:func:`labutils.search.side_by_side`, o
+    mesmo do limite medido das lições); devolve ``(segundos, resultados de cada cópia)``."""
+    return side_by_side(
+        run_loop, (grid, data), copies, timeout, warm=(fit_and_score, (5, 3, *data))
+    )
 
 
 def run_tune(order, data, cores, delays):
