@@ -45,7 +45,10 @@ class Shape:
 
 MEMORY_LESSONS = ("01", "05", "06")
 SHAPES = [
-    Shape("1 CPU", {"LABUTILS_CPUS": "1"}),
+    # 1 CPU: a 06 precisa de 1 CPU para ler e gravar além dos atores, e a 07 de 2 workers
+    Shape(
+        "1 CPU", {"LABUTILS_CPUS": "1"}, refusals={"06": "O pool pede", "07": "Pedido: 2 workers"}
+    ),
     Shape("4 CPUs", {"LABUTILS_CPUS": "4"}),
     Shape("8 CPUs", {"LABUTILS_CPUS": "8"}),
     Shape("16 CPUs", {"LABUTILS_CPUS": "16"}),
