@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from labutils.config import results_dir
+from labutils.system import usable_cpus
 
 #: a semente de toda floresta das lições 02 e 03 (e da divisão dos dados)
 RANDOM_STATE = 42
@@ -141,8 +142,10 @@ def measured_bound(
     warm: tuple[Callable[..., Any], Sequence[Any]] | None = None,
 ) -> float:
     """O speedup que esta máquina alcança com ``copies`` trabalhos iguais ao mesmo tempo:
-    ``copies`` × (uma cópia sozinha) / (``copies`` cópias lado a lado). Com SMT, ou com mais CPUs
-    declaradas ao Ray (``LABUTILS_CPUS``) que núcleos, fica abaixo de ``copies``."""
+    k × (uma cópia sozinha) / (k cópias lado a lado). Com SMT, ou com mais CPUs declaradas ao
+    Ray (``LABUTILS_CPUS``) que núcleos, fica abaixo de ``copies``. Mais cópias que as CPUs
+    lógicas desta máquina não rendem mais: k = o menor dos dois (e a medida fica curta)."""
+    copies = max(1, min(copies, usable_cpus()))
     alone, _ = side_by_side(target, args, 1, timeout, warm)
     together, _ = side_by_side(target, args, copies, timeout, warm)
     return copies * alone / together

@@ -239,17 +239,27 @@ def test_measured_bound_on_a_fake_machine(monkeypatch, cores, copies, bound):
 
     from labutils import search
 
+    calls = []
+
     def fake(target, args, k, timeout, warm=None):
+        calls.append(k)
         return 1.5 * math.ceil(k / cores), [None] * k
 
     monkeypatch.setattr(search, "side_by_side", fake)
+    monkeypatch.setattr(search, "usable_cpus", lambda: cores)  # SMT à parte: núcleos = lógicas
     assert search.measured_bound(print, (), copies) == pytest.approx(bound)
+    # com mais lógicas que núcleos (SMT: 2 por núcleo), k cópias até as lógicas
+    monkeypatch.setattr(search, "usable_cpus", lambda: 2 * cores)
+    assert search.measured_bound(print, (), copies) == pytest.approx(bound)
+    assert max(calls) <= 2 * cores, "cópias além das CPUs lógicas só alongam a medida"
 
 
-def test_side_by_side_starts_the_copies_together():
+def test_side_by_side_starts_the_copies_together(monkeypatch):
     """Cópias que não disputam núcleo (dormir): lado a lado levam o tempo de uma, e o limite
     medido é o número de cópias; o tempo de subir os processos fica fora da medida."""
     from labutils import search
+
+    monkeypatch.setattr(search, "usable_cpus", lambda: 3)  # dormir não ocupa núcleo
 
     seconds, got = search.side_by_side(time.sleep, (0.5,), 3, timeout=60)
     assert got == [None] * 3 and 0.45 < seconds < 1.2
