@@ -6,6 +6,7 @@ a espera das tarefas com uma barra de progresso e o limite que a máquina alcan�
 from __future__ import annotations
 
 import csv
+import math
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -134,18 +135,30 @@ def side_by_side(
     return seconds, got
 
 
+def _repeat(target: Callable[..., Any], args: Sequence[Any], times: int) -> None:
+    for _ in range(times):
+        target(*args)
+
+
 def measured_bound(
     target: Callable[..., Any],
     args: Sequence[Any],
     copies: int,
     timeout: float = 120,
     warm: tuple[Callable[..., Any], Sequence[Any]] | None = None,
+    min_seconds: float = 1.0,
 ) -> float:
     """O speedup que esta máquina alcança com ``copies`` trabalhos iguais ao mesmo tempo:
     k × (uma cópia sozinha) / (k cópias lado a lado). Com SMT, ou com mais CPUs declaradas ao
     Ray (``LABUTILS_CPUS``) que núcleos, fica abaixo de ``copies``. Mais cópias que as CPUs
-    lógicas desta máquina não rendem mais: k = o menor dos dois (e a medida fica curta)."""
+    lógicas desta máquina não rendem mais: k = o menor dos dois (e a medida fica curta). Cada
+    cópia repete ``target`` até levar ``min_seconds`` sozinha: um treino de 0,1 s medido uma vez
+    é só ruído."""
     copies = max(1, min(copies, usable_cpus()))
-    alone, _ = side_by_side(target, args, 1, timeout, warm)
-    together, _ = side_by_side(target, args, copies, timeout, warm)
+    if copies == 1:  # uma cópia é a própria referência: medir só daria ruído
+        return 1.0
+    once, _ = side_by_side(target, args, 1, timeout, warm)
+    work = (target, args, max(1, math.ceil(min_seconds / max(once, 1e-3))))
+    alone, _ = side_by_side(_repeat, work, 1, timeout, warm)
+    together, _ = side_by_side(_repeat, work, copies, timeout, warm)
     return copies * alone / together

@@ -252,6 +252,8 @@ def test_measured_bound_on_a_fake_machine(monkeypatch, cores, copies, bound):
     monkeypatch.setattr(search, "usable_cpus", lambda: 2 * cores)
     assert search.measured_bound(print, (), copies) == pytest.approx(bound)
     assert max(calls) <= 2 * cores, "cópias além das CPUs lógicas só alongam a medida"
+    calls.clear()
+    assert search.measured_bound(print, (), 1) == 1.0 and not calls  # 1 CPU: nada a medir
 
 
 def test_side_by_side_starts_the_copies_together(monkeypatch):
@@ -264,3 +266,20 @@ def test_side_by_side_starts_the_copies_together(monkeypatch):
     seconds, got = search.side_by_side(time.sleep, (0.5,), 3, timeout=60)
     assert got == [None] * 3 and 0.45 < seconds < 1.2
     assert 2.4 < search.measured_bound(time.sleep, (0.5,), 3, timeout=60) <= 3.3
+
+
+def test_measured_bound_repeats_a_short_fit_until_it_lasts(monkeypatch):
+    """Um treino de 0,1 s medido uma vez é ruído: cada cópia o repete até ~1 s."""
+    from labutils import search
+
+    repeats = []
+
+    def fake(target, args, k, timeout, warm=None):
+        times = args[2] if target is search._repeat else 1
+        repeats.append(times)
+        return 0.1 * times * (k / 2 if k > 2 else 1), [None] * k
+
+    monkeypatch.setattr(search, "side_by_side", fake)
+    monkeypatch.setattr(search, "usable_cpus", lambda: 4)
+    assert search.measured_bound(print, (), 4) == pytest.approx(2.0)
+    assert max(repeats) >= 10
