@@ -124,10 +124,11 @@ def test_first_cell_does_nothing_off_colab(path, monkeypatch):
     assert len(out.getvalue().strip().splitlines()) == 1, out.getvalue()
 
 
-def test_first_cell_on_colab_uses_the_clone_and_installs(tmp_path, monkeypatch):
+@pytest.mark.parametrize("path", [LESSONS[0], colab_links.SOLUTION], ids=["00", "07"])
+def test_first_cell_on_colab_uses_the_clone_and_installs(path, tmp_path, monkeypatch):
     """Com o clone já na pasta de trabalho, a célula não clona: põe-no no sys.path, vai para
-    notebooks/, liga o tf_keras e chama a instalação."""
-    source = setup_cell(LESSONS[0])
+    notebooks/ e chama a instalação; só na lição 07 liga o tf_keras."""
+    source = setup_cell(path)
     name = colab_links.REPO_PATTERN.match(colab_links.PLACEHOLDER_REPO)[0].split("/")[1]
     assert f'/{name}"' in source
     (tmp_path / name).symlink_to(ROOT, target_is_directory=True)
@@ -142,7 +143,8 @@ def test_first_cell_on_colab_uses_the_clone_and_installs(tmp_path, monkeypatch):
         exec(source, {})
         assert Path.cwd() == (tmp_path / name / "notebooks").resolve()
         assert sys.path[0] == str(tmp_path / name)
-        assert os.environ["TF_USE_LEGACY_KERAS"] == "1"
+        legacy = os.environ.get("TF_USE_LEGACY_KERAS")
+        assert legacy == ("1" if path == colab_links.SOLUTION else None)
         # os processos filhos (workers do Ray, nós do `ray start`) também acham o labutils
         assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / name)
         exec(source, {})  # de novo, já dentro de notebooks/: o mesmo clone
@@ -157,8 +159,10 @@ def test_every_lesson_has_the_badge_and_the_cell_from_one_setting():
         assert [c.get("id") for c in first] == [colab_links.BADGE_ID, colab_links.SETUP_ID], path
         badge = "".join(first[0]["source"])
         assert f"/notebooks/{path.name})" in badge, path
-        settings.add(colab_links.setup_source(*_setting(setup_cell(path))))
-        assert setup_cell(path) in settings
+        repo, branch = _setting(setup_cell(path))
+        settings.add((repo, branch))
+        legacy = path.name.startswith("07")  # o tf_keras: só a 07
+        assert setup_cell(path) == colab_links.setup_source(repo, branch, legacy), path
     assert len(settings) == 1, "lições com REPO/BRANCH diferentes: rode make colab-links"
 
 

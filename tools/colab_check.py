@@ -147,9 +147,9 @@ NOTES = """\
 - **tensorflow-metadata**: o 1.21.0 do Colab foi gerado com o protobuf 6.31 e o Colab traz o
   5.29.6; o `tensorflow_datasets` não carrega (`VersionError`). A 1ª célula instala o 1.17.3 com
   `--no-deps`, só se o import dos protos falhar (`labutils.colab.REPAIRS`).
-- **Keras**: no Colab a 1ª célula liga `TF_USE_LEGACY_KERAS=1`, e o `tf.keras` das lições 05–07 é
-  o tf_keras 2.20 (nos pinos, as lições 05 e 06 usam o Keras 3). O código que a lição 05 mostra
-  do Keras 3 (`scale_loss_for_distribution`) não é o que roda lá; o resultado conferido é o mesmo.
+- **Keras**: a 1ª célula liga `TF_USE_LEGACY_KERAS=1` (o tf_keras 2.20 do Colab) só na lição 07;
+  as 05 e 06 usam o Keras 3.13 do Colab, como nos pinos (com o tf_keras, a 05 parava em
+  `tf.keras.version()`, medido aqui).
 
 ## O que não funciona no Colab
 

@@ -37,9 +37,7 @@ import sys
 
 REPO, BRANCH = "{repo}", "{branch}"  # make colab-links REPO=dono/nome BRANCH=ramo
 if "google.colab" in sys.modules:
-    # antes do TensorFlow: o tf.keras vira o tf_keras do Colab (o Keras 2 da lição 07)
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    # numa nova execução desta célula, o clone já está no sys.path
+{legacy}    # numa nova execução desta célula, o clone já está no sys.path
     root = next(
         (p for p in sys.path if os.path.isfile(os.path.join(p, "labutils", "colab.py"))),
         os.path.abspath(REPO.split("/")[1]),
@@ -84,8 +82,16 @@ def badge_source(repo: str, branch: str, path: Path) -> str:
     )
 
 
-def setup_source(repo: str, branch: str) -> str:
-    return SETUP_CELL.format(repo=repo, branch=branch)
+#: só na lição 07, que usa o tf_keras do Colab; as 05 e 06 usam o Keras 3, como nos pinos (com
+#: o tf_keras, a 05 para em `tf.keras.version()`, medido no make colab-check)
+LEGACY_KERAS = """\
+    # antes do TensorFlow: o tf.keras vira o tf_keras do Colab (o Keras 2 desta lição)
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+"""
+
+
+def setup_source(repo: str, branch: str, legacy_keras: bool = False) -> str:
+    return SETUP_CELL.format(repo=repo, branch=branch, legacy=LEGACY_KERAS if legacy_keras else "")
 
 
 def lessons() -> list[Path]:
@@ -97,7 +103,9 @@ def apply(nb: nbformat.NotebookNode, repo: str, branch: str, path: Path) -> None
     """Põe (ou troca) o selo e a célula no topo de ``nb``."""
     nb.cells = [c for c in nb.cells if c.get("id") not in (BADGE_ID, SETUP_ID)]
     badge_cell = nbformat.v4.new_markdown_cell(badge_source(repo, branch, path), id=BADGE_ID)
-    setup_cell = nbformat.v4.new_code_cell(setup_source(repo, branch), id=SETUP_ID)
+    setup_cell = nbformat.v4.new_code_cell(
+        setup_source(repo, branch, path == SOLUTION), id=SETUP_ID
+    )
     nb.cells[:0] = [badge_cell, setup_cell]
 
 
