@@ -196,10 +196,9 @@ def report(
         "| lição | resultado | tempo |",
         "| --- | --- | --- |",
     ]
-    lines += [f"| `{name}` | {status} | {seconds:.0f} s |" for name, status, seconds, _ in rows]
-    for name in skipped:
-        status, seconds = (earlier or {}).get(name, ("não rodou", "—"))
-        lines.append(f"| `{name}` | {status} | {seconds} |")
+    table = {name: (status, f"{seconds:.0f} s") for name, status, seconds, _ in rows}
+    table |= {name: (earlier or {}).get(name, ("não rodou", "—")) for name in skipped}
+    lines += [f"| `{name}` | {status} | {secs} |" for name, (status, secs) in sorted(table.items())]
     first = next((out for *_, out in rows if out), "")
     lines += [
         "",
@@ -217,7 +216,8 @@ def report(
         + f" ({', '.join('`' + n + '`' for n in ('aiohttp', 'yarl'))} podem mudar; ficam fora "
         "das restrições).",
         "",
-        f"Saída da primeira célula na primeira lição: `{first.splitlines()[0] if first else ''}`",
+        "Saída da primeira célula na primeira lição desta execução: "
+        f"`{first.splitlines()[0] if first else 'nenhuma (só linhas guardadas)'}`",
         "",
         NOTES,
     ]
