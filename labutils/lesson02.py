@@ -24,6 +24,7 @@ from labutils.raytools import init_ray
 from labutils.search import (
     RANDOM_STATE,
     gather_with_progress,
+    measured_bound,
     results_path,
     save_results,
     split_train_validation_test,
