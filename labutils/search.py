@@ -135,6 +135,15 @@ def side_by_side(
     return seconds, got
 
 
+def sum_of_squares(n: int) -> int:
+    """O laço de Python puro da lição 01, num módulo: :func:`measured_bound` o roda em processos
+    novos, que não enxergam as funções do notebook."""
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
 def _repeat(target: Callable[..., Any], args: Sequence[Any], times: int) -> None:
     for _ in range(times):
         target(*args)

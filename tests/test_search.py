@@ -283,3 +283,9 @@ def test_measured_bound_repeats_a_short_fit_until_it_lasts(monkeypatch):
     monkeypatch.setattr(search, "usable_cpus", lambda: 4)
     assert search.measured_bound(print, (), 4) == pytest.approx(2.0)
     assert max(repeats) >= 10
+
+
+def test_sum_of_squares_is_lesson_01s_loop():
+    from labutils import search
+
+    assert search.sum_of_squares(10) == sum(i * i for i in range(10)) == 285
