@@ -243,3 +243,36 @@ def test_stop_node_stops_one_live_worker_and_refuses_a_missing_one():
     finally:
         for proc in lc._workers:
             system.kill_group(proc, grace=0)
+
+
+@pytest.mark.timeout(30)
+def test_check_head_says_at_once_that_the_head_is_gone():
+    """Um nó principal de mentira (um processo e uma porta que o teste abriu): a conferência
+    passa com os dois no ar e falha em segundos sem a porta (o GCS morreu e o ``ray start``
+    ainda não percebeu), sem o processo, ou com o cluster parado — nunca espera o Ray."""
+    lc = LocalCluster(num_workers=0, verbose=False)
+    with pytest.raises(ClusterError):
+        lc.check_head()  # ainda não iniciado
+    heads = []
+    try:
+        for gone in ("port", "process"):
+            head = system.spawn_group(["sleep", "60"])
+            heads.append(head)
+            gcs = socket.create_server((system.LOCALHOST, 0))
+            lc._nodes, lc._head, lc.port = [head], (head, "/tmp/n0"), gcs.getsockname()[1]
+            lc.check_head()
+            if gone == "port":
+                gcs.close()
+            else:
+                system.kill_group(head, grace=0)
+            start = time.monotonic()
+            with pytest.raises(ClusterError):
+                lc.check_head()
+            assert time.monotonic() - start < 5, gone
+            gcs.close()
+        lc._nodes.clear()  # o que stop() faz
+        with pytest.raises(ClusterError):
+            lc.check_head()
+    finally:
+        for proc in heads:
+            system.kill_group(proc, grace=0)

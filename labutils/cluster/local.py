@@ -71,6 +71,7 @@ class LocalCluster:
         self._nodes: list[subprocess.Popen] = []
         self._workers: list[subprocess.Popen] = []  # os nós de trabalho, na ordem em que subiram
         self._pids: set[int] = set()
+        self._head: tuple[subprocess.Popen, str] | None = None  # o nó principal e o --temp-dir
 
     @property
     def address(self) -> str:
@@ -195,6 +196,8 @@ class LocalCluster:
         self._pids.add(proc.pid)
         if index > 0:
             self._workers.append(proc)
+        else:  # a última tentativa (_start_nodes)
+            self._head = proc, node_dir
         return index, proc, node_dir, log_path
 
     def _wait_ready(self, index: int, proc: subprocess.Popen, node_dir: str, log_path: str) -> None:
@@ -220,6 +223,30 @@ class LocalCluster:
         for proc in self._nodes:
             with contextlib.suppress(psutil.Error):
                 self._pids.update(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+
+    def check_head(self) -> None:
+        """:class:`ClusterError` em português, em segundos e sem o Ray, se o nó principal saiu:
+        o ``ray start`` dele terminou, ou o GCS não aceita conexão na porta dele (o ``ray start
+        --block`` só percebe o GCS morto no segundo seguinte). Chame antes das chamadas ao Ray
+        num laço: com o GCS morto, ``ray.nodes()`` espera pelo GCS por
+        ``gcs_rpc_server_reconnect_timeout_s`` (60 s) e então encerra o processo (o kernel)."""
+        if not self._nodes or self._head is None:
+            raise ClusterError(
+                f"O cluster local em {self.address} não está no ar (start() ainda não rodou, "
+                "ou stop() já o parou)."
+            )
+        head, head_dir = self._head
+        if head.poll() is not None:
+            why = f"o `ray start` dele terminou com código {head.returncode}"
+        elif err := system.reachable(LOCALHOST, self.port):
+            why = f"o GCS não atende na porta {self.port} ({err.strerror or err})"
+        else:
+            return
+        raise ClusterError(
+            f"O nó principal do cluster local em {self.address} saiu: {why}. Os logs dele, até "
+            f"o stop(): {head_dir}.log e {head_dir}/session_latest/logs "
+            "(gcs_server.out). Rode ray.shutdown() e stop(), e suba o cluster de novo."
+        )
 
     def stop_node(self, index: int = -1) -> None:
         """Para um nó de trabalho vivo (``index`` entre os vivos; -1: o último), como uma máquina
