@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from labutils.config import sizes
-from labutils.system import usable_cpus
+from labutils.system import usable_cores
 
 IMAGE_SHAPE = (32, 32, 3)
 #: previsões: ``(rótulos int64, confiança float32)``, uma linha por imagem
@@ -152,6 +152,7 @@ def check_same_labels(reference: Preds, got: Preds, what: str) -> None:
 
 
 def cores_bound(workers: int, threads_per_worker: int, baseline_threads: int = 1) -> float:
-    """Maior speedup sobre a linha de base nesta máquina: núcleos ocupáveis / os da linha de base."""
-    cores = usable_cpus()
+    """Maior speedup sobre a linha de base nesta máquina: núcleos físicos ocupáveis / os da linha
+    de base (:func:`~labutils.system.usable_cores`: com SMT, as CPUs lógicas a mais não contam)."""
+    cores = usable_cores()
     return min(cores, workers * threads_per_worker) / min(cores, baseline_threads)

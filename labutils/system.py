@@ -73,6 +73,15 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+def usable_cores() -> int:
+    """Os núcleos físicos que este processo consegue ocupar: as CPUs lógicas de
+    :func:`usable_cpus`, sem passar dos núcleos físicos. Com SMT, duas CPUs lógicas dividem um
+    núcleo, e contas de ponto flutuante ganham pouco com a segunda."""
+    import psutil
+
+    return min(usable_cpus(), psutil.cpu_count(logical=False) or usable_cpus())
+
+
 # ---------------------------------------------------------------- subprocessos
 
 

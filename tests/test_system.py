@@ -119,5 +119,21 @@ def test_the_doctor_and_lesson_06_run_without_the_linux_only_calls(like_macos):
     }  # fmt: skip
     rows = doctor.check_lesson_times({"images_per_s": 100.0, "device": "nenhuma"}, reference)
     assert [r.item for r in rows] == ["tempo das lições", "02_x.ipynb"], rows
-    assert inference.cores_bound(workers=4, threads_per_worker=1) == 3
+    assert inference.cores_bound(workers=4, threads_per_worker=1) == system.usable_cores() <= 3
     assert load("06_inferencia_em_lote").configure_threads(0) >= 1
+
+
+@pytest.mark.timeout(30)
+def test_the_bound_counts_physical_cores_not_smt_threads(monkeypatch):
+    """4 núcleos com SMT (8 CPUs lógicas): 8 processos de 1 thread ocupam 4 núcleos, não 8."""
+    import psutil
+
+    from labutils import inference
+
+    monkeypatch.setattr(system, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)
+    assert inference.cores_bound(workers=8, threads_per_worker=1) == 4
+    assert inference.cores_bound(workers=2, threads_per_worker=1) == 2
+    assert inference.cores_bound(workers=1, threads_per_worker=8) == 4
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else None)
+    assert inference.cores_bound(workers=8, threads_per_worker=1) == 8  # sem a contagem física
