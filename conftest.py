@@ -43,6 +43,30 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # estável: a ordem dentro de cada arquivo fica
 
 
+#: os arquivos cujos testes usam o cluster local dos testes (``tests/conftest.py``): no
+#: pytest-xdist, uma unidade só, num processo e em seguida, e o cluster sobe uma vez, não três
+SHARED_CLUSTER_FILES = (
+    "tests/test_browser.py",
+    "tests/test_cluster.py",
+    "tests/test_cluster_security.py",
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """O ``--dist loadfile`` do ``make test``, com :data:`SHARED_CLUSTER_FILES` numa unidade."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedClusterInOneUnit(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "cluster local dos testes" if path in SHARED_CLUSTER_FILES else path
+
+    return SharedClusterInOneUnit(config, log)
+
+
 #: quanto esperar que os processos do Ray da sessão saiam sozinhos antes de acusá-los
 #: (o Ray leva alguns segundos para encerrar os seus no ``ray.shutdown()``)
 LEFTOVER_GRACE_S = 15.0
