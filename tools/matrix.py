@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -113,7 +114,9 @@ def run_shape(shape: Shape, notebooks: list[Path], out: Path) -> dict[str, str]:
 
 
 def verdict(line: str, refusal: str | None) -> str:
-    """A linha do executor → ✅ (e os segundos), a recusa esperada, ou o erro."""
+    """A linha do executor → ✅ (e os segundos), a recusa esperada, ou o erro (sem as cores do
+    terminal que o traceback do Jupyter traz)."""
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
     seconds = line.rsplit(" em ", 1)[-1].strip() if " em " in line else ""
     if " ok em " in line:
         return f"✅ {seconds}"
