@@ -126,6 +126,12 @@ def verdict(line: str, refusal: str | None) -> str:
     return f"❌ {error[:200] or 'sem resultado'}"
 
 
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=ROOT, check=False)  # fmt: skip
+    return done.stdout.strip() or "?"
+
+
 def markdown(table: dict[str, dict[str, str]], shapes: list[Shape], started: str) -> str:
     here = system.machine()
     lessons = sorted({name for cells in table.values() for name in cells})
@@ -134,6 +140,7 @@ def markdown(table: dict[str, dict[str, str]], shapes: list[Shape], started: str
         "",
         f"- **data**: {started} → {now()}",
         f"- **máquina**: {here['cpu']}; {system.describe_machine(here)}",
+        f"- **commit**: `{_commit()}`",
         "- CPUs: o Ray declara N CPUs (`LABUTILS_CPUS`) sobre os núcleos desta máquina: prova "
         "escalonamento, paradas, tamanhos e recusas, não velocidade. Memória: escala `full` com "
         "dados sintéticos, só o caminho principal.",
