@@ -77,13 +77,14 @@ MATRIX_ARGS ?=
 matrix: setup
 	$(PY) tools/matrix.py $(MATRIX_ARGS)
 
-# Dois processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
-# cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Sozinha, a
-# suíte deixava as 2 CPUs ociosas 28–38% do tempo, esperando o Ray subir e os subprocessos.
+# Três processos do pytest lado a lado (pytest-xdist), um arquivo ou notebook inteiro por vez em
+# cada um (--dist loadfile: as células de um notebook ficam num kernel só, em ordem). Boa parte da
+# suíte espera (o Ray subir, subprocessos, os prazos de rede da sala): com 2 núcleos, 3 processos
+# terminaram 13% antes que 2, no mesmo commit (docs/tempos_do_make_test.md).
 # --no-loadscope-reorder: os arquivos saem na ordem do conftest.py (os mais longos primeiro); sem
 # ele, o pytest-xdist os reordena pelo número de testes e os mais longos, com poucos testes,
 # ficavam para o fim, com o outro processo parado.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: setup lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 $(PY) -m pytest \
 		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
