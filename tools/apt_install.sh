@@ -9,6 +9,8 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
+# o make test instala o navegador e o firewall ao mesmo tempo: um apt-get por vez (o dpkg é um só)
+mkdir -p build && exec 9>build/apt.lock && { ! command -v flock >/dev/null || flock 9; }
 # com prazo: um espelho que não responde não prende o make test
 install() { timeout 300 apt-get "$@" update -q && timeout 900 apt-get "$@" install -y -q "${PKGS[@]}"; }
 PKGS=("$@")
