@@ -50,21 +50,35 @@ SHARED_CLUSTER_FILES = (
     "tests/test_cluster.py",
     "tests/test_cluster_security.py",
 )
+#: o mesmo para o Ray local simples dos testes (o fixture ``local_ray``): uma partida, não três
+SHARED_RAY_FILES = (
+    "tests/test_faults.py",
+    "tests/test_inference.py",
+    "tests/test_raytools.py",
+)
+#: cada unidade do pytest-xdist com mais de um arquivo: o nome dela e os arquivos
+SHARED_UNITS = {
+    "cluster local dos testes": SHARED_CLUSTER_FILES,
+    "Ray local dos testes": SHARED_RAY_FILES,
+}
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """O ``--dist loadfile`` do ``make test``, com :data:`SHARED_CLUSTER_FILES` numa unidade."""
+    """O ``--dist loadfile`` do ``make test``, com os arquivos de cada :data:`SHARED_UNITS`
+    numa unidade."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class SharedClusterInOneUnit(LoadFileScheduling):
+    unit_of = {path: name for name, files in SHARED_UNITS.items() for path in files}
+
+    class SharedInOneUnit(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)
-            return "cluster local dos testes" if path in SHARED_CLUSTER_FILES else path
+            return unit_of.get(path, path)
 
-    return SharedClusterInOneUnit(config, log)
+    return SharedInOneUnit(config, log)
 
 
 #: quanto esperar que os processos do Ray da sessão saiam sozinhos antes de acusá-los

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from processes import with_in_cmdline
 
-#: o cluster local dos testes (um por processo do pytest)
-_CLUSTER = pytest.StashKey["SharedCluster"]()
-#: os arquivos com testes que usam o cluster local
-_FILES = pytest.StashKey[set]()
+#: os recursos divididos pelos testes (um de cada por processo do pytest): o cluster local e um
+#: Ray local simples; e os arquivos com testes que usam cada um
+_SHARED = pytest.StashKey[dict]()
+_FILES = pytest.StashKey[dict]()
 
 
 def _run_cluster():
@@ -35,54 +35,81 @@ def _run_cluster():
     lc.stop()  # idempotente
 
 
-class SharedCluster:
-    """Um cluster local de verdade (principal + 2 workers, 1 CPU cada, com painel) dividido pelos
-    testes de um arquivo (subir custa ~25 s): sobe no primeiro atributo lido."""
+class Shared:
+    """Um recurso de verdade dividido pelos testes, que sobe no primeiro atributo lido:
+    ``run()`` é um gerador que o sobe (``next``) e o para (o ``next`` seguinte)."""
 
-    def __init__(self) -> None:
+    def __init__(self, run) -> None:
+        self._make_run = run
         self._run = None
-        self._cluster = None
+        self._value = None
+
+    def start(self) -> Shared:
+        if self._value is None:
+            self._run = self._make_run()
+            self._value = next(self._run)
+        return self
 
     def __getattr__(self, name: str):
-        if self._cluster is None:
-            self._run = _run_cluster()
-            self._cluster = next(self._run)
-        return getattr(self._cluster, name)
+        return getattr(self.start()._value, name)
 
     @property
     def running(self) -> bool:
-        return self._cluster is not None
+        return self._value is not None
 
     def stop(self) -> None:
-        run, self._run, self._cluster = self._run, None, None
+        run, self._run, self._value = self._run, None, None
         if run is not None:
             with contextlib.suppress(StopIteration):
                 next(run)
 
 
+def _run_local_ray():
+    """O Ray local dos testes de unidade com Ray (2 CPUs, sem painel), como o das lições."""
+    import ray
+
+    from labutils import raytools
+
+    yield raytools.init_ray(num_cpus=2, dashboard=False)
+    ray.shutdown()
+
+
+def _shared(request, name: str, run) -> Shared:
+    return request.config.stash.setdefault(_SHARED, {}).setdefault(name, Shared(run))
+
+
 @pytest.fixture(scope="session")
-def local_cluster(request) -> SharedCluster:
-    """O cluster local dos testes (:class:`SharedCluster`); nenhum teste o para."""
-    return request.config.stash.setdefault(_CLUSTER, SharedCluster())
+def local_cluster(request) -> Shared:
+    """O cluster local dos testes (principal + 2 workers, 1 CPU cada, com painel; subir custa
+    ~25 s), dividido pelos testes dos arquivos que o usam; nenhum teste o para."""
+    return _shared(request, "local_cluster", _run_cluster)
+
+
+@pytest.fixture(scope="session")
+def local_ray(request) -> Shared:
+    """O Ray local dos testes (``init_ray(num_cpus=2, dashboard=False)``), um só para os arquivos
+    que o usam (uma partida, não uma por arquivo); nenhum teste o para."""
+    return _shared(request, "local_ray", _run_local_ray).start()  # os testes usam o ``ray``
 
 
 def pytest_collection_modifyitems(config, items):
     config.stash[_FILES] = {
-        i.path for i in items if "local_cluster" in getattr(i, "fixturenames", ())
+        name: {i.path for i in items if name in getattr(i, "fixturenames", ())}
+        for name in ("local_cluster", "local_ray")
     }
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """Para o cluster local se o próximo teste deste processo não o usa (ou não há próximo)."""
-    cluster = item.config.stash.get(_CLUSTER, None)
-    if cluster is not None and cluster.running:
-        if nextitem is None or nextitem.path not in item.config.stash.get(_FILES, set()):
-            cluster.stop()
+    """Para cada recurso dividido se o próximo teste deste processo não é de um arquivo que o usa
+    (ou não há próximo)."""
+    for name, shared in item.config.stash.get(_SHARED, {}).items():
+        files = item.config.stash.get(_FILES, {}).get(name, set())
+        if shared.running and (nextitem is None or nextitem.path not in files):
+            shared.stop()
 
 
 @pytest.hookimpl(tryfirst=True)  # antes da busca de processos deixados para trás
 def pytest_sessionfinish(session):
-    """Uma sessão interrompida (``-x``, Ctrl+C) também para o cluster."""
-    cluster = session.config.stash.get(_CLUSTER, None)
-    if cluster is not None:
-        cluster.stop()
+    """Uma sessão interrompida (``-x``, Ctrl+C) também para os recursos divididos."""
+    for shared in session.config.stash.get(_SHARED, {}).values():
+        shared.stop()

@@ -20,7 +20,7 @@ import ray
 from processes import descendants
 from ray.util.joblib import register_ray
 
-from labutils import lesson02, raytools, tuning
+from labutils import lesson02, tuning
 from tools.lesson_code import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,13 +59,12 @@ def train_and_report(n_estimators, max_depth, dados, index, report_dir, victim):
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    raytools.init_ray(num_cpus=2, dashboard=False)
+def ray_local(local_ray):
+    """Os dados da busca, no Ray local dos testes (``tests/conftest.py``)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 8))
     y = X @ rng.normal(size=8) + rng.normal(scale=0.1, size=1500)
-    yield (X[:1200], y[:1200], X[1200:], y[1200:])
-    ray.shutdown()
+    return (X[:1200], y[:1200], X[1200:], y[1200:])
 
 
 def _pids(report_dir: Path, index: int) -> list[int]:

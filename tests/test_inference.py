@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import ray
 
-from labutils import inference, raytools
+from labutils import inference
 from labutils.lesson05 import create_model
 from labutils.tf import save_lesson_model
 from tools.lesson_code import load
@@ -32,13 +32,6 @@ def images():
 @pytest.fixture(scope="module")
 def model():
     return create_model()
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    raytools.init_ray(num_cpus=2, dashboard=False)
-    yield
-    ray.shutdown()
 
 
 def test_check_same_labels_goes_red_on_any_difference():
@@ -101,7 +94,7 @@ def test_load_images_makes_a_stream_of_the_configured_size():
     assert "ALEATÓRIAS" in imgs.source
 
 
-def test_pool_too_big_fails_fast_in_portuguese(ray_session):
+def test_pool_too_big_fails_fast_in_portuguese(local_ray):
     assert inference.plan_pool(None) == 2
     assert inference.plan_pool(2, 0.5, reserve=1.0) == 2
     start = time.monotonic()
@@ -113,7 +106,7 @@ def test_pool_too_big_fails_fast_in_portuguese(ray_session):
     assert inference.data_actor_cpus(2) == 0.5
 
 
-def test_the_whole_pool_waits_for_cpus_that_are_about_to_be_freed(ray_session):
+def test_the_whole_pool_waits_for_cpus_that_are_about_to_be_freed(local_ray):
     """Na escala full (``inference_actors=None``), o pool é o cluster inteiro: uma CPU ainda presa
     pela tarefa anterior não pode encolher o pool de 2 para 1 ator."""
 

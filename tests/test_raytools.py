@@ -1,17 +1,9 @@
 """init_ray: um Ray local novo, reexecutável, que repassa a escala aos workers e só lhes mostra a
 GPU que pediram; a tabela de nós."""
 
-import pytest
 import ray
 
 from labutils import raytools
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ctx = raytools.init_ray(num_cpus=2, dashboard=False)
-    yield ctx
-    ray.shutdown()
 
 
 def test_init_ray_is_rerunnable_and_workers_see_the_scale_and_no_gpu(local_ray, capsys):

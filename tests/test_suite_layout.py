@@ -18,10 +18,10 @@ def _root_conftest():
     return module
 
 
-def _uses_the_shared_cluster(path: Path) -> bool:
+def _uses(path: Path, fixture: str) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return any(
-        arg.arg == "local_cluster"
+        arg.arg == fixture
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         for arg in node.args.args
@@ -29,14 +29,17 @@ def _uses_the_shared_cluster(path: Path) -> bool:
 
 
 @pytest.mark.timeout(30)
-def test_every_file_of_the_shared_cluster_runs_in_one_unit():
+@pytest.mark.parametrize(
+    "fixture, unit", [("local_cluster", "SHARED_CLUSTER_FILES"), ("local_ray", "SHARED_RAY_FILES")]
+)
+def test_every_file_of_a_shared_resource_runs_in_one_unit(fixture, unit):
     conftest = _root_conftest()
     users = sorted(
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "tests").glob("test_*.py")
-        if _uses_the_shared_cluster(p)
+        if _uses(p, fixture)
     )
-    assert users == sorted(conftest.SHARED_CLUSTER_FILES), "o cluster subiria mais de uma vez"
+    assert users == sorted(getattr(conftest, unit)), f"o {fixture} subiria mais de uma vez"
 
     options = {"dist": "loadfile", "tx": ["2*popen"]}
     scheduler = conftest.pytest_xdist_make_scheduler(
