@@ -255,6 +255,27 @@ def _tiny(folder: Path, name: str, *sources: str, tags=("check-1-dados",)) -> Pa
     return path
 
 
+def test_an_answer_missing_from_the_notebook_is_judged_without_a_new_process(tmp_path, monkeypatch):
+    """Sem ``def worker_datasets`` (nem import ou constante com o nome) nas respostas, o veredito
+    sai sem o processo do julgamento (que importaria o TensorFlow só para não achá-la)."""
+    found = ["def worker_datasets(): pass", "class worker_datasets: pass",
+             "from x import f as worker_datasets", "import worker_datasets.sub",
+             "from x import *", "worker_datasets = 1"]  # fmt: skip
+    assert all(grade.defines(source, "worker_datasets") for source in found)
+    for source in ("", "def build_model(): pass", "import os\nworker = 1"):
+        assert not grade.defines(source, "worker_datasets"), source
+
+    def no_process(*args):
+        raise AssertionError("abriu um processo de julgamento")
+
+    monkeypatch.setattr(grade, "judge", no_process)
+    blank = _tiny(tmp_path, "em_branco.ipynb", "import os\nN = 3")
+    row = grade.grade_notebook(
+        blank, {"check-1-dados": "1"}, scale="smoke", timeout_s=60, out_dir=tmp_path / "out"
+    )
+    assert row["check-1-dados"] == "falhou: " + grade.missing("1"), row
+
+
 SHOW_DIRS = "import os\nprint(os.environ['LABUTILS_RESULTS_DIR'], os.getpid())"
 
 

@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,33 @@ def answers_source(nb: Any) -> str:
     return ast.unparse(ast.Module(body=kept, type_ignores=[]))
 
 
+def defines(answers: str, name: str) -> bool:
+    """As respostas (:func:`answers_source`) podem definir ``name``: um ``def``, uma classe, um
+    ``import`` ou uma constante com esse nome, ou um ``from … import *``. Sem nada disso, o
+    julgamento já se sabe (a função não existe), sem um processo novo com o TensorFlow."""
+    for stmt in ast.parse(answers).body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound = {stmt.name}
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            bound = {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        elif isinstance(stmt, ast.Assign):
+            bound = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        else:
+            continue
+        if name in bound or "*" in bound:
+            return True
+    return False
+
+
+def missing(number: str) -> str:
+    return f"Não encontrei a função {ANSWER_NAMES[number]} no notebook."
+
+
+def not_found(number: str) -> dict[str, str]:
+    """O veredito do julgamento de uma resposta que não está no notebook (o de :func:`judge`)."""
+    return {number: f"falhou: {missing(number)}", "output": f"❌ {missing(number)}\n"}
+
+
 def judge(what: str, answers: str, facts: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     """Julga ``what`` (``"1"``, ``"2"``, ``"3"`` ou ``"4,5"``) num processo NOVO, com o ambiente
     ``env`` (o do kernel da correção): ``{número: veredito}`` e a saída das verificações."""
@@ -226,7 +253,7 @@ def _judge_main(job_path: str, out_path: str) -> int:
 
         def run_check() -> None:
             if answer is None:
-                raise check_error(f"Não encontrei a função {ANSWER_NAMES[number]} no notebook.")
+                raise check_error(missing(number))
             config = {"batch_per_worker": size.batch_per_replica, "epochs": 2}
             reference[number](answer, *([config] if number == "3" else []))
 
@@ -306,7 +333,13 @@ def grade_notebook(
     env = _kernel_env(scale, results)
     pool = ThreadPoolExecutor()
     # os TODOs 1–3 julgam só as respostas, não o treino: cada um no seu processo, junto do kernel
-    judged = {w: pool.submit(judge, w, answers, {}, env) for w in asked - {"4,5"} if answers}
+    judged: dict[str, Any] = {}
+    for w in sorted(asked - {"4,5"}) if answers else ():
+        if defines(answers, ANSWER_NAMES[w]):
+            judged[w] = pool.submit(judge, w, answers, {}, env)
+        else:
+            judged[w] = Future()
+            judged[w].set_result(not_found(w))
     try:
         execute(
             nb, cwd=work, env=env, timeout=timeout_s,
