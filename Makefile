@@ -18,9 +18,8 @@ help:
 	@echo "make lab | make test | make test-fast | make notebooks [SCALE=smoke] | make data | make bench [SCALE=smoke] | make grade DIR=pasta [GRADE_SCALE=full] | make rehearsal | make classroom-check | make matrix | make colab-links REPO=dono/nome [BRANCH=main] | make colab-check | make lint | make clean"
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). Quem instala é o uv (do
-# PyPI, versão fixada abaixo): baixa e instala em paralelo, 15 s contra os 41 s do pip num venv
-# novo, com as mesmas versões (docs/tempos_do_make_test.md). Sem cache, para não deixar GBs na
-# sua pasta. O uv não lê a configuração do pip: com um índice próprio configurado (um espelho da
+# PyPI, versão fixada abaixo): baixa e instala em paralelo, com as mesmas versões que o pip, em
+# bem menos tempo (docs/tempos_do_make_test.md). Sem cache, para não deixar GBs na sua pasta. O uv não lê a configuração do pip: com um índice próprio configurado (um espelho da
 # escola: index-url no pip.conf ou PIP_INDEX_URL), ou se o uv falhar, instala o pip, como antes.
 # O pip e o uv instalam sem compilar; o compileall compila usando todos os núcleos. Um arquivo que
 # não compile não impede nada: o Python o compila ao importar. As pastas test/ e tests/ dos
@@ -93,8 +92,8 @@ matrix: setup
 # ele, o pytest-xdist os reordena pelo número de testes e os mais longos, com poucos testes,
 # ficavam para o fim, com o outro processo parado.
 TEST_WORKERS ?= 3
-# O ambiente (pip/uv: rede e disco) e os pacotes do Debian (apt) ao mesmo tempo: num clone novo,
-# o apt cabe dentro da instalação do pip (os dois apt se revezam, tools/apt_install.sh).
+# O ambiente (o uv: rede e disco) e os pacotes do Debian (o apt) ao mesmo tempo: num clone novo,
+# o apt roda enquanto o uv instala (os dois apt, o do navegador e o do firewall, se revezam).
 test:
 	@$(MAKE) --no-print-directory -j3 lint browser firewall
 	LABUTILS_SCALE=smoke LABUTILS_CHECK_RAY_LEFTOVERS=1 $(PY) -m pytest \

@@ -1,4 +1,4 @@
-"""Como o ``make test`` reparte os arquivos entre os dois processos do pytest-xdist."""
+"""Como o ``make test`` reparte os arquivos entre os processos do pytest-xdist."""
 
 import ast
 import importlib.util

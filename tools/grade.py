@@ -10,7 +10,7 @@ verificações de referência, fora do kernel do aluno::
 2. **Os TODOs 1–3**, cada um num processo novo (:func:`judge`), enquanto o treino roda (eles
    julgam só as respostas): as verificações de referência são guardadas ANTES de qualquer código
    do aluno, e das células dele entram só os ``import``, as definições e as constantes literais
-   (:func:`answers_source`).
+   (:func:`answers_source`). Uma resposta que nem está lá é julgada sem processo (:func:`defines`).
 3. **Os TODOs 4 e 5**, num processo sem código do aluno: os checkpoints que ficaram na pasta da
    correção e o ``model.keras`` do último, avaliado aqui no teste.
 
