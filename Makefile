@@ -19,8 +19,9 @@ help:
 
 # O ambiente é refeito quando pyproject.toml muda (versões fixadas lá). Quem instala é o uv (do
 # PyPI, versão fixada abaixo): baixa e instala em paralelo, com as mesmas versões que o pip, em
-# bem menos tempo (docs/tempos_do_make_test.md). Sem cache, para não deixar GBs na sua pasta. O uv não lê a configuração do pip: com um índice próprio configurado (um espelho da
-# escola: index-url no pip.conf ou PIP_INDEX_URL), ou se o uv falhar, instala o pip, como antes.
+# bem menos tempo (docs/tempos_do_make_test.md). Sem cache, para não deixar GBs na sua pasta.
+# O uv não lê a configuração do pip: com um índice próprio configurado (um espelho da escola:
+# index-url no pip.conf ou PIP_INDEX_URL), ou se o uv falhar, instala o pip, como antes.
 # O pip e o uv instalam sem compilar; o compileall compila usando todos os núcleos. Um arquivo que
 # não compile não impede nada: o Python o compila ao importar. As pastas test/ e tests/ dos
 # pacotes (1/7 dos arquivos; ninguém aqui as importa) ficam de fora.
@@ -35,9 +36,9 @@ $(STAMP): pyproject.toml
 	  echo "$(PYTHON) é o Python $$($(PYTHON) -V 2>&1); o laboratório precisa do 3.11, 3.12 ou 3.13."; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "O $(PYTHON) não criou o ambiente virtual. No Ubuntu/Debian: sudo apt install python3-venv"; exit 1; }
-	if $(PY) -m pip config list 2>/dev/null | grep -q '\.index-url='; then false; else \
+	{ ! $(PY) -m pip config list 2>/dev/null | grep -q '\.index-url=' && \
 	  $(PY) -m pip install --quiet $(UV_PIN) && \
-	  $(VENV)/bin/uv pip install --quiet --no-cache --python $(PY) -e ".[test]"; fi || { \
+	  $(VENV)/bin/uv pip install --quiet --no-cache --python $(PY) -e ".[test]"; } || { \
 	  $(PY) -m pip install --quiet --upgrade pip && \
 	  $(PY) -m pip install --quiet --no-compile -e ".[test]"; }
 	$(PY) -m compileall -q -j 0 -x "/tests?/" $(VENV)/lib || echo "Aviso: o compileall não compilou algum arquivo (o Python o compila ao importar)."

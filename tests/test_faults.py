@@ -59,7 +59,7 @@ def train_and_report(n_estimators, max_depth, dados, index, report_dir, victim):
 
 
 @pytest.fixture(scope="module")
-def ray_local(local_ray):
+def search_data(local_ray):
     """Os dados da busca, no Ray local dos testes (``tests/conftest.py``)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 8))
@@ -86,10 +86,10 @@ def _kill_the_victim(report_dir: Path) -> int:
 
 
 @pytest.mark.slow
-def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_path):
+def test_killed_worker_task_runs_again_and_the_search_completes(search_data, tmp_path):
     retries = lesson_max_retries()
     assert retries >= 1, "a tarefa da lição 02 deveria ter max_retries >= 1"
-    task, dados = train_and_report.options(max_retries=retries), ray.put(ray_local)
+    task, dados = train_and_report.options(max_retries=retries), ray.put(search_data)
     refs = [task.remote(n, d, dados, i, str(tmp_path), VICTIM) for i, (n, d) in enumerate(GRID)]
     killed = _kill_the_victim(tmp_path)
     results = ray.get(refs, timeout=RESULT_TIMEOUT_S)
@@ -98,12 +98,12 @@ def test_killed_worker_task_runs_again_and_the_search_completes(ray_local, tmp_p
     others = {i: _pids(tmp_path, i) for i in range(len(GRID)) if i != VICTIM}
     assert all(len(p) == 1 for p in others.values()), f"só a vítima deveria repetir: {others}"
     assert [(r[0], r[1]) for r in results] == GRID
-    expected = lesson02.fit_and_score(*GRID[0], *ray_local)[2]
+    expected = lesson02.fit_and_score(*GRID[0], *search_data)[2]
     assert all(r[2] == pytest.approx(expected) for r in results)  # mesma semente, mesmo MSE
 
 
 @pytest.mark.timeout(60)
-def test_only_top_level_refs_arrive_as_values(ray_local):
+def test_only_top_level_refs_arrive_as_values(local_ray):
     @ray.remote
     def kinds(direct, nested):
         return isinstance(direct, ray.ObjectRef), isinstance(nested["x"][0], ray.ObjectRef)
@@ -113,7 +113,7 @@ def test_only_top_level_refs_arrive_as_values(ray_local):
 
 
 @pytest.mark.timeout(120)
-def test_joblib_on_ray_hands_each_job_to_the_next_actor_even_if_busy(ray_local):
+def test_joblib_on_ray_hands_each_job_to_the_next_actor_even_if_busy(local_ray):
     # o 1º job é longo: um worker livre pegaria o 3º; o Pool do Ray o dá ao ator do 1º, na vez
     wait = load("03_ray_tune_joblib").espera_cronometrada
     register_ray()
